@@ -1,0 +1,209 @@
+#include "coordinator/cli/commands.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <ostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "coordinator/cli/format.h"
+#include "coordinator/cli/watch_view.h"
+#include "coordinator/job_state.h"
+
+namespace gradsync::cli {
+namespace {
+
+int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
+
+std::string CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    default:
+      return absl::StrCat("code ", static_cast<int>(code));
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<v1::JobService::StubInterface> MakeJobStub(
+    const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  return v1::JobService::NewStub(grpc::CreateCustomChannel(
+      address, grpc::InsecureChannelCredentials(), args));
+}
+
+void Cli::SetDeadline(grpc::ClientContext* context) const {
+  context->set_deadline(std::chrono::system_clock::now() +
+                        std::chrono::milliseconds(
+                            static_cast<int64_t>(options_.timeout_s * 1000)));
+}
+
+int Cli::Fail(const grpc::Status& status) const {
+  std::string message = status.error_message();
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    message = absl::StrCat("cannot reach the coordinator (", message,
+                           "); is it running? set --coordinator or "
+                           "GRADSYNC_COORDINATOR");
+  }
+  err_ << "gradsync: " << CodeName(status.error_code()) << ": " << message
+       << "\n";
+  return 1;
+}
+
+int Cli::Submit(const JobFlags& flags, bool then_watch) {
+  absl::StatusOr<v1::JobSpec> spec = BuildJobSpec(flags);
+  if (!spec.ok()) {
+    err_ << "gradsync: " << spec.status().message() << "\n";
+    return 1;
+  }
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = std::move(*spec);
+  v1::Job job;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  grpc::Status s = stub_->SubmitJob(&context, request, &job);
+  if (!s.ok()) return Fail(s);
+  if (options_.json) {
+    out_ << ToJson(job) << "\n";
+  } else {
+    out_ << job.id() << " submitted: " << StateName(job.state()) << " - "
+         << job.message() << "\n";
+  }
+  out_.flush();
+  return then_watch ? Watch(job.id()) : 0;
+}
+
+int Cli::Status(const std::string& job_id) {
+  v1::GetJobRequest request;
+  request.set_job_id(job_id);
+  v1::Job job;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  grpc::Status s = stub_->GetJob(&context, request, &job);
+  if (!s.ok()) return Fail(s);
+  out_ << (options_.json ? ToJson(job) + "\n" : FormatJobDetail(job, NowMs()));
+  return 0;
+}
+
+int Cli::List(int limit) {
+  v1::ListJobsRequest request;
+  request.set_limit(limit);
+  v1::ListJobsResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  grpc::Status s = stub_->ListJobs(&context, request, &response);
+  if (!s.ok()) return Fail(s);
+  if (options_.json) {
+    out_ << ToJson(response) << "\n";
+  } else {
+    std::vector<v1::Job> jobs(response.jobs().begin(), response.jobs().end());
+    out_ << FormatJobTable(jobs, NowMs());
+  }
+  return 0;
+}
+
+int Cli::Cancel(const std::string& job_id, const std::string& reason) {
+  v1::CancelJobRequest request;
+  request.set_job_id(job_id);
+  request.set_reason(reason);
+  v1::Job job;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  grpc::Status s = stub_->CancelJob(&context, request, &job);
+  if (!s.ok()) return Fail(s);
+  if (options_.json) {
+    out_ << ToJson(job) << "\n";
+  } else {
+    out_ << job.id() << " " << StateName(job.state()) << ": " << job.message()
+         << "\n";
+  }
+  return 0;
+}
+
+int Cli::Workers() {
+  v1::ListWorkersResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  grpc::Status s =
+      stub_->ListWorkers(&context, v1::ListWorkersRequest(), &response);
+  if (!s.ok()) return Fail(s);
+  if (options_.json) {
+    out_ << ToJson(response) << "\n";
+  } else {
+    std::vector<v1::WorkerInfo> workers(response.workers().begin(),
+                                        response.workers().end());
+    out_ << FormatWorkerTable(workers, NowMs());
+  }
+  return 0;
+}
+
+int Cli::Watch(const std::string& job_id) {
+  v1::WatchJobRequest request;
+  request.set_job_id(job_id);
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReaderInterface<v1::JobEvent>> reader =
+      stub_->WatchJob(&context, request);
+  WatchView view;
+  size_t drawn = 0;  // lines of the live block currently on screen
+  absl::Time last_draw = absl::InfinitePast();
+  auto draw = [&](bool force) {
+    const absl::Time now = absl::Now();
+    // Redraw at most 10 times a second in place, every 2 s otherwise.
+    const absl::Duration period =
+        options_.live ? absl::Milliseconds(100) : absl::Seconds(2);
+    if (!force && now - last_draw < period) return;
+    last_draw = now;
+    const std::vector<std::string> block = view.Block();
+    if (options_.live) {
+      for (size_t i = 0; i < drawn; ++i) out_ << "\x1b[1A\x1b[2K";
+      drawn = block.size();
+    }
+    for (const std::string& line : block) out_ << line << "\n";
+    out_.flush();
+  };
+  v1::JobEvent event;
+  while (reader->Read(&event)) {
+    if (options_.json) {
+      out_ << ToJson(event) << "\n";
+      out_.flush();
+      view.Apply(event);
+      continue;
+    }
+    std::vector<std::string> log = view.Apply(event);
+    if (!log.empty() && options_.live) {
+      for (size_t i = 0; i < drawn; ++i) out_ << "\x1b[1A\x1b[2K";
+      drawn = 0;
+    }
+    for (const std::string& line : log) out_ << line << "\n";
+    draw(!log.empty());
+  }
+  grpc::Status s = reader->Finish();
+  if (!s.ok()) return Fail(s);
+  if (!options_.json) draw(true);
+  const v1::JobState state = view.job().state();
+  if (!IsTerminal(state)) {
+    err_ << "gradsync: watch ended before " << job_id << " finished\n";
+    return 1;
+  }
+  return state == v1::JOB_STATE_SUCCEEDED ? 0 : 1;
+}
+
+}  // namespace gradsync::cli

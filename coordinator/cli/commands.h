@@ -1,0 +1,51 @@
+// The `gradsync` CLI's subcommands, written against JobService's
+// StubInterface so tests can run them against an in-process server.
+// Each returns the process exit code: 0 success, 1 failure (the error is
+// printed to `err` as "gradsync: CODE: message").
+// Thread-compatible: one Cli per thread.
+#pragma once
+
+#include <iosfwd>
+#include <memory>
+#include <string>
+
+#include "coordinator/cli/job_flags.h"
+#include "gradsync/v1/job_service.grpc.pb.h"
+
+namespace gradsync::cli {
+
+struct CliOptions {
+  bool json = false;        // machine-readable output
+  double timeout_s = 10;    // deadline of unary calls
+  bool live = false;        // redraw the watch block in place (a terminal)
+};
+
+class Cli {
+ public:
+  Cli(std::shared_ptr<v1::JobService::StubInterface> stub, CliOptions options,
+      std::ostream& out, std::ostream& err)
+      : stub_(std::move(stub)), options_(options), out_(out), err_(err) {}
+
+  int Submit(const JobFlags& flags, bool then_watch);
+  int Status(const std::string& job_id);
+  int List(int limit);
+  // Follows the job until it is terminal; exit 0 only if it SUCCEEDED.
+  int Watch(const std::string& job_id);
+  int Cancel(const std::string& job_id, const std::string& reason);
+  int Workers();
+
+ private:
+  void SetDeadline(grpc::ClientContext* context) const;
+  int Fail(const grpc::Status& status) const;
+
+  std::shared_ptr<v1::JobService::StubInterface> stub_;
+  const CliOptions options_;
+  std::ostream& out_;
+  std::ostream& err_;
+};
+
+// Creates a stub for "host:port" (insecure channel).
+std::shared_ptr<v1::JobService::StubInterface> MakeJobStub(
+    const std::string& address);
+
+}  // namespace gradsync::cli

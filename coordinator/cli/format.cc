@@ -1,0 +1,209 @@
+#include "coordinator/cli/format.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "coordinator/job_state.h"
+
+namespace gradsync::cli {
+namespace {
+
+// Left-aligned columns separated by two spaces.
+std::string Table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    width.resize(std::max(width.size(), row.size()));
+    for (size_t i = 0; i < row.size(); ++i) {
+      width[i] = std::max(width[i], row[i].size());
+    }
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      absl::StrAppend(&line, row[i]);
+      if (i + 1 < row.size()) line.append(width[i] - row[i].size() + 2, ' ');
+    }
+    absl::StrAppend(&out, line, "\n");
+  }
+  return out;
+}
+
+std::string LastAccuracy(const v1::Job& job) {
+  if (job.metrics().eval_size() == 0) return "-";
+  const v1::EvalMetrics& e =
+      job.metrics().eval(job.metrics().eval_size() - 1);
+  return absl::StrFormat("%.2f%%", 100 * e.accuracy());
+}
+
+}  // namespace
+
+std::string StateName(v1::JobState state) { return JobStateName(state); }
+
+std::string WorkerStateName(v1::WorkerState state) {
+  std::string name = v1::WorkerState_Name(state);
+  return name.substr(std::string("WORKER_STATE_").size());
+}
+
+std::string PhaseName(v1::Phase phase) {
+  switch (phase) {
+    case v1::PHASE_DATA:
+      return "data loading";
+    case v1::PHASE_COMPUTE:
+      return "compute";
+    case v1::PHASE_ALLREDUCE:
+      return "all-reduce";
+    default:
+      return "-";
+  }
+}
+
+std::string FormatDuration(int64_t ms) {
+  if (ms < 0) ms = 0;
+  const int64_t s = ms / 1000;
+  if (s < 60) return absl::StrCat(s, "s");
+  if (s < 3600) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%dh%02dm", s / 3600, (s % 3600) / 60);
+}
+
+std::string ProgressBar(double fraction, int width) {
+  fraction = std::clamp(fraction, 0.0, 1.0);
+  const int filled = static_cast<int>(fraction * width + 0.5);
+  return absl::StrCat("[", std::string(filled, '#'),
+                      std::string(width - filled, '.'), "]");
+}
+
+std::string FormatJobTable(const std::vector<v1::Job>& jobs, int64_t now_ms) {
+  std::vector<std::vector<std::string>> rows = {
+      {"ID", "NAME", "STATE", "WORKERS", "MODEL", "EPOCHS", "AGE",
+       "ACCURACY"}};
+  for (const v1::Job& job : jobs) {
+    rows.push_back({job.id(), job.spec().name(), StateName(job.state()),
+                    absl::StrCat(job.world_size(), "/",
+                                 job.spec().world_size().max_workers()),
+                    job.spec().model(), absl::StrCat(job.spec().epochs()),
+                    FormatDuration(now_ms - job.created_unix_ms()),
+                    LastAccuracy(job)});
+  }
+  return Table(rows);
+}
+
+std::vector<std::string> FormatRankLines(const v1::Job& job,
+                                         const v1::JobMetrics& metrics) {
+  std::vector<std::string> lines;
+  const int epochs = std::max(job.spec().epochs(), 1);
+  for (const v1::RankMetrics& r : metrics.ranks()) {
+    const v1::StepMetrics& s = r.last();
+    const int64_t per_epoch = std::max<int64_t>(s.steps_per_epoch(), 1);
+    const int64_t in_epoch = s.step() - int64_t{s.epoch()} * per_epoch;
+    const double done =
+        (s.epoch() + static_cast<double>(in_epoch) / per_epoch) / epochs;
+    lines.push_back(absl::StrFormat(
+        "rank %-2d %s %3.0f%%  epoch %d/%d step %d/%d  loss %.4f  %.0f "
+        "samples/s  p50 %.1f ms",
+        r.rank(), ProgressBar(done, 24), 100 * std::clamp(done, 0.0, 1.0),
+        s.epoch() + 1, epochs, in_epoch, per_epoch, s.loss(),
+        s.samples_per_sec(), r.p50_step_ms()));
+  }
+  const v1::RankMetrics* slow = nullptr;
+  for (const v1::RankMetrics& r : metrics.ranks()) {
+    if (r.rank() == metrics.slowest_rank()) slow = &r;
+  }
+  if (slow != nullptr) {
+    lines.push_back(absl::StrFormat(
+        "total %.0f samples/s; slowest rank %d (p50 %.1f ms, p99 %.1f ms); "
+        "bound by %s (data %.1f / compute %.1f / all-reduce %.1f ms)",
+        metrics.samples_per_sec(), metrics.slowest_rank(), slow->p50_step_ms(),
+        slow->p99_step_ms(), PhaseName(metrics.bounding_phase()),
+        slow->mean_data_wait_ms(), slow->mean_compute_ms(),
+        slow->mean_allreduce_ms()));
+  }
+  return lines;
+}
+
+std::string FormatJobDetail(const v1::Job& job, int64_t now_ms) {
+  const v1::JobSpec& spec = job.spec();
+  std::string out;
+  absl::StrAppend(&out, "Job:        ", job.id(), " (", spec.name(), ")\n");
+  absl::StrAppend(&out, "State:      ", StateName(job.state()), " - ",
+                  job.message(), "\n");
+  absl::StrAppend(&out, "Model:      ", spec.model(), ", ", spec.epochs(),
+                  " epoch(s), batch ", spec.batch_size(), " per rank, ",
+                  spec.optimizer().type() == v1::OPTIMIZER_TYPE_SGD ? "sgd"
+                                                                    : "adam",
+                  " lr ", spec.optimizer().learning_rate(), "\n");
+  absl::StrAppend(&out, "Data:       ", spec.dataset().path(), " split ",
+                  spec.dataset().split(), " (", job.train_samples(),
+                  " samples)");
+  if (!spec.dataset().eval_split().empty()) {
+    absl::StrAppend(&out, ", eval ", spec.dataset().eval_split(), " (",
+                    job.eval_samples(), " samples)");
+  }
+  absl::StrAppend(&out, "\n");
+  absl::StrAppend(&out, "World:      ", job.world_size(), " rank(s) of ",
+                  spec.world_size().min_workers(), "..",
+                  spec.world_size().max_workers(), ", attempt ", job.attempt());
+  if (!job.master_addr().empty()) {
+    absl::StrAppend(&out, ", master ", job.master_addr(), ":",
+                    job.master_port());
+  }
+  absl::StrAppend(&out, "\n");
+  for (const v1::RankAssignment& r : job.ranks()) {
+    absl::StrAppend(&out, "  rank ", r.rank(), " (local ", r.local_rank(),
+                    "): worker ", r.worker_id(), " on ", r.host(), "\n");
+  }
+  const std::vector<std::string> lines = FormatRankLines(job, job.metrics());
+  if (!lines.empty()) {
+    absl::StrAppend(&out, "Progress:\n");
+    for (const std::string& line : lines) absl::StrAppend(&out, "  ", line, "\n");
+  }
+  for (const v1::EvalMetrics& e : job.metrics().eval()) {
+    absl::StrAppend(&out,
+                    absl::StrFormat("Eval:       epoch %d accuracy %.2f%% "
+                                    "loss %.4f over %d samples\n",
+                                    e.epoch() + 1, 100 * e.accuracy(),
+                                    e.loss(), e.samples()));
+  }
+  absl::StrAppend(&out, "History:\n");
+  for (const v1::Transition& t : job.transitions()) {
+    absl::StrAppend(&out, "  ", FormatDuration(now_ms - t.time_unix_ms()),
+                    " ago  ", StateName(t.from()), " -> ", StateName(t.to()),
+                    ": ", t.reason(), "\n");
+  }
+  return out;
+}
+
+std::string FormatWorkerTable(const std::vector<v1::WorkerInfo>& workers,
+                              int64_t now_ms) {
+  std::vector<std::vector<std::string>> rows = {
+      {"ID", "HOST", "STATE", "JOB", "RANK", "STEP", "HEARTBEAT", "DEVICES"}};
+  for (const v1::WorkerInfo& w : workers) {
+    std::vector<std::string> devices;
+    for (const v1::Device& d : w.devices()) {
+      devices.push_back(absl::StrCat(d.kind(), ":", d.index()));
+    }
+    rows.push_back(
+        {w.worker_id(), w.host(), WorkerStateName(w.state()),
+         w.job_id().empty() ? "-" : w.job_id(),
+         w.rank() >= 0 ? absl::StrCat(w.rank()) : "-",
+         absl::StrCat(w.step()),
+         FormatDuration(now_ms - w.last_heartbeat_unix_ms()) + " ago",
+         devices.empty() ? "cpu" : absl::StrJoin(devices, ",")});
+  }
+  return Table(rows);
+}
+
+std::string ToJson(const google::protobuf::Message& message) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  return out;
+}
+
+}  // namespace gradsync::cli

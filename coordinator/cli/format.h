@@ -1,0 +1,37 @@
+// Human-readable rendering of jobs, workers and metrics for the `gradsync`
+// CLI, and JSON rendering for --json. Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gradsync/v1/job_service.pb.h"
+#include "gradsync/v1/worker_service.pb.h"
+
+namespace gradsync::cli {
+
+// "RUNNING", "adam", "data loading", ...
+std::string StateName(v1::JobState state);
+std::string WorkerStateName(v1::WorkerState state);
+std::string PhaseName(v1::Phase phase);
+// "3s", "4m05s", "2h10m".
+std::string FormatDuration(int64_t ms);
+// A bar of `width` cells filled to fraction (clamped to [0, 1]).
+std::string ProgressBar(double fraction, int width);
+
+// Table of jobs: ID, NAME, STATE, WORKERS, MODEL, EPOCHS, AGE, ACCURACY.
+std::string FormatJobTable(const std::vector<v1::Job>& jobs, int64_t now_ms);
+// Every detail of one job: spec, ranks, metrics, evaluation, transitions.
+std::string FormatJobDetail(const v1::Job& job, int64_t now_ms);
+// Table of workers: ID, HOST, STATE, JOB, RANK, STEP, HEARTBEAT, DEVICES.
+std::string FormatWorkerTable(const std::vector<v1::WorkerInfo>& workers,
+                              int64_t now_ms);
+// One line per rank: progress bar, epoch/step, loss, samples/s, p50 step
+// time, plus a footer naming the slowest rank and the bounding phase.
+std::vector<std::string> FormatRankLines(const v1::Job& job,
+                                         const v1::JobMetrics& metrics);
+
+// Proto to single-line JSON (proto3 JSON mapping, default fields included).
+std::string ToJson(const google::protobuf::Message& message);
+
+}  // namespace gradsync::cli

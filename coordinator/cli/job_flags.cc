@@ -1,0 +1,88 @@
+#include "coordinator/cli/job_flags.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+
+namespace gradsync::cli {
+
+absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
+  v1::JobSpec spec;
+  if (!f.file.empty()) {
+    std::ifstream in(f.file);
+    if (!in) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot read job file ", f.file));
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    google::protobuf::util::JsonParseOptions options;
+    auto status = google::protobuf::util::JsonStringToMessage(text.str(),
+                                                              &spec, options);
+    if (!status.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job file ", f.file, " is not a valid JobSpec: ", status.ToString()));
+    }
+  }
+  if (f.name) spec.set_name(*f.name);
+  if (f.dataset) spec.mutable_dataset()->set_path(*f.dataset);
+  if (f.split) spec.mutable_dataset()->set_split(*f.split);
+  if (f.eval_split) spec.mutable_dataset()->set_eval_split(*f.eval_split);
+  if (f.channels) spec.mutable_dataset()->set_channels(*f.channels);
+  if (f.model) spec.set_model(*f.model);
+  if (f.epochs) spec.set_epochs(*f.epochs);
+  if (f.batch_size) spec.set_batch_size(*f.batch_size);
+  if (f.optimizer) {
+    const std::string name = absl::AsciiStrToLower(*f.optimizer);
+    if (name == "sgd") {
+      spec.mutable_optimizer()->set_type(v1::OPTIMIZER_TYPE_SGD);
+    } else if (name == "adam") {
+      spec.mutable_optimizer()->set_type(v1::OPTIMIZER_TYPE_ADAM);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--optimizer must be sgd or adam (got ", *f.optimizer, ")"));
+    }
+  }
+  if (f.lr) spec.mutable_optimizer()->set_learning_rate(*f.lr);
+  if (f.momentum) spec.mutable_optimizer()->set_momentum(*f.momentum);
+  if (f.weight_decay) spec.mutable_optimizer()->set_weight_decay(*f.weight_decay);
+  if (f.seed) spec.set_seed(*f.seed);
+  if (f.no_shuffle) spec.set_shuffle(false);
+  if (f.drop_last) spec.set_drop_last(true);
+  if (f.loader_threads) spec.set_loader_threads(*f.loader_threads);
+  if (f.prefetch_depth) spec.set_prefetch_depth(*f.prefetch_depth);
+  if (f.augmentation) spec.set_augmentation(*f.augmentation);
+  if (f.workers) {
+    spec.mutable_world_size()->set_min_workers(*f.workers);
+    spec.mutable_world_size()->set_max_workers(*f.workers);
+  }
+  if (f.min_workers) spec.mutable_world_size()->set_min_workers(*f.min_workers);
+  if (f.max_workers) spec.mutable_world_size()->set_max_workers(*f.max_workers);
+  if (f.backend) {
+    const std::string name = absl::AsciiStrToLower(*f.backend);
+    if (name == "auto") {
+      spec.set_backend(v1::BACKEND_AUTO);
+    } else if (name == "gloo") {
+      spec.set_backend(v1::BACKEND_GLOO);
+    } else if (name == "nccl") {
+      spec.set_backend(v1::BACKEND_NCCL);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--backend must be auto, gloo or nccl (got ", *f.backend, ")"));
+    }
+  }
+  if (f.checkpoint_dir) spec.mutable_checkpoint()->set_directory(*f.checkpoint_dir);
+  if (f.checkpoint_interval) {
+    spec.mutable_checkpoint()->set_interval_steps(*f.checkpoint_interval);
+  }
+  if (f.collective_timeout_ms) {
+    spec.set_collective_timeout_ms(*f.collective_timeout_ms);
+  }
+  return spec;
+}
+
+}  // namespace gradsync::cli

@@ -1,0 +1,31 @@
+// Builds a JobSpec for `gradsync submit` from an optional job file (the
+// proto3 JSON form of gradsync.v1.JobSpec, snake_case or camelCase) and the
+// command-line flags, which override the file. Thread-compatible.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "gradsync/v1/job.pb.h"
+
+namespace gradsync::cli {
+
+// Flags of `gradsync submit`; unset optionals leave the file's value.
+struct JobFlags {
+  std::string file;
+  std::optional<std::string> name, dataset, split, eval_split, model,
+      optimizer, augmentation, backend, checkpoint_dir;
+  std::optional<int> epochs, batch_size, loader_threads, prefetch_depth,
+      workers, min_workers, max_workers, channels;
+  std::optional<double> lr, momentum, weight_decay;
+  std::optional<int64_t> seed, checkpoint_interval, collective_timeout_ms;
+  bool no_shuffle = false;
+  bool drop_last = false;
+};
+
+// INVALID_ARGUMENT for an unreadable or malformed file, or an unknown
+// optimizer/backend name.
+absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& flags);
+
+}  // namespace gradsync::cli

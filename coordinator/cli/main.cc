@@ -1,0 +1,86 @@
+// gradsync: the command-line client of the coordinator's JobService.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "coordinator/cli/commands.h"
+#include "gradsync/config.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gradsync: submit and watch distributed training jobs"};
+  app.set_version_flag("--version", GRADSYNC_VERSION);
+  app.require_subcommand(1);
+  std::string coordinator = "localhost:50051";
+  gradsync::cli::CliOptions options;
+  app.add_option("--coordinator,-c", coordinator, "coordinator host:port")
+      ->envname("GRADSYNC_COORDINATOR")
+      ->capture_default_str();
+  app.add_flag("--json", options.json, "machine-readable JSON output");
+  app.add_option("--timeout", options.timeout_s, "seconds per request")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+
+  gradsync::cli::JobFlags f;
+  bool watch_after_submit = false;
+  CLI::App* submit = app.add_subcommand("submit", "submit a training job");
+  submit->add_option("--file,-f", f.file, "job file (JSON JobSpec)");
+  submit->add_option("--name", f.name, "job name");
+  submit->add_option("--dataset", f.dataset, "image-folder data set root");
+  submit->add_option("--split", f.split, "training split (default train)");
+  submit->add_option("--eval-split", f.eval_split, "evaluation split");
+  submit->add_option("--channels", f.channels, "0 as stored, 1 or 3");
+  submit->add_option("--model", f.model, "fashion_cnn|lenet|resnet18|mlp");
+  submit->add_option("--epochs", f.epochs, "epochs (default 1)");
+  submit->add_option("--batch-size", f.batch_size, "batch size per rank");
+  submit->add_option("--optimizer", f.optimizer, "adam|sgd (default adam)");
+  submit->add_option("--lr", f.lr, "learning rate");
+  submit->add_option("--momentum", f.momentum, "sgd momentum");
+  submit->add_option("--weight-decay", f.weight_decay, "weight decay");
+  submit->add_option("--seed", f.seed, "sampler and init seed");
+  submit->add_flag("--no-shuffle", f.no_shuffle, "do not shuffle per epoch");
+  submit->add_flag("--drop-last", f.drop_last, "drop the uneven tail");
+  submit->add_option("--loader-threads", f.loader_threads, "loader threads");
+  submit->add_option("--prefetch", f.prefetch_depth, "batches per thread");
+  submit->add_option("--augmentation", f.augmentation,
+                     "none|affine|crop_flip");
+  submit->add_option("--workers,-n", f.workers, "exact world size");
+  submit->add_option("--min-workers", f.min_workers, "smallest world size");
+  submit->add_option("--max-workers", f.max_workers, "largest world size");
+  submit->add_option("--backend", f.backend, "auto|gloo|nccl");
+  submit->add_option("--checkpoint-dir", f.checkpoint_dir, "checkpoints");
+  submit->add_option("--checkpoint-interval", f.checkpoint_interval,
+                     "steps between checkpoints");
+  submit->add_option("--collective-timeout-ms", f.collective_timeout_ms,
+                     "deadline of each collective");
+  submit->add_flag("--watch,-w", watch_after_submit, "watch after submitting");
+
+  std::string job_id;
+  CLI::App* status = app.add_subcommand("status", "show one job");
+  status->add_option("job", job_id, "job id")->required();
+  int limit = 0;
+  CLI::App* list = app.add_subcommand("list", "list jobs, newest first");
+  list->add_option("--limit", limit, "at most this many");
+  CLI::App* watch = app.add_subcommand("watch", "follow a job live");
+  watch->add_option("job", job_id, "job id")->required();
+  std::string reason;
+  CLI::App* cancel = app.add_subcommand("cancel", "cancel a job");
+  cancel->add_option("job", job_id, "job id")->required();
+  cancel->add_option("--reason", reason, "recorded with the transition");
+  CLI::App* workers = app.add_subcommand("workers", "list workers");
+
+  CLI11_PARSE(app, argc, argv);
+  options.live = isatty(STDOUT_FILENO) != 0 && !options.json;
+
+  gradsync::cli::Cli cli(gradsync::cli::MakeJobStub(coordinator), options,
+                         std::cout, std::cerr);
+  if (*submit) return cli.Submit(f, watch_after_submit);
+  if (*status) return cli.Status(job_id);
+  if (*list) return cli.List(limit);
+  if (*watch) return cli.Watch(job_id);
+  if (*cancel) return cli.Cancel(job_id, reason);
+  if (*workers) return cli.Workers();
+  return 2;
+}

@@ -1,0 +1,719 @@
+#include "coordinator/coordinator.h"
+
+#include <algorithm>
+#include <random>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "coordinator/job_spec.h"
+#include "coordinator/job_state.h"
+#include "loader/image_folder_index.h"
+#include "loader/sampler.h"
+
+namespace gradsync {
+namespace {
+
+int64_t UnixMs(absl::Time t) { return absl::ToUnixMillis(t); }
+
+std::string FormatSeconds(absl::Duration d) {
+  return absl::StrFormat("%.1f s", absl::ToDoubleSeconds(d));
+}
+
+// Size of an image-folder split; errors name the JobSpec field.
+absl::StatusOr<int64_t> CountSamples(const std::string& field,
+                                     const std::string& path,
+                                     const std::string& split) {
+  absl::StatusOr<ImageFolderIndex> index =
+      ScanImageFolder(SplitPath(path, split));
+  if (!index.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job_spec.", field, ": ", index.status().message()));
+  }
+  return static_cast<int64_t>(index->samples.size());
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
+    CoordinatorOptions options, std::unique_ptr<JobStore> store) {
+  if (options.heartbeat_timeout <= absl::ZeroDuration() ||
+      options.heartbeat_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "heartbeat interval and timeout must be positive");
+  }
+  if (options.port_range_first < 1 ||
+      options.port_range_last > 65535 ||
+      options.port_range_first > options.port_range_last) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid data-plane port range ", options.port_range_first, "-",
+        options.port_range_last));
+  }
+  std::unique_ptr<Coordinator> c(
+      new Coordinator(std::move(options), std::move(store)));
+  if (absl::Status s = c->Restore(); !s.ok()) return s;
+  if (c->options_.run_failure_detector) {
+    c->detector_ = std::thread([raw = c.get()] { raw->DetectorLoop(); });
+  }
+  return c;
+}
+
+Coordinator::Coordinator(CoordinatorOptions options,
+                         std::unique_ptr<JobStore> store)
+    : options_(std::move(options)),
+      job_store_(std::move(store)),
+      incarnation_(std::random_device{}() & 0xffff),
+      ports_(options_.port_range_first, options_.port_range_last) {}
+
+Coordinator::~Coordinator() { Shutdown(); }
+
+void Coordinator::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+    const absl::Status down =
+        absl::UnavailableError("coordinator is shutting down");
+    for (auto& [id, entry] : jobs_) {
+      if (entry.store) entry.store->Close(down);
+      if (entry.barriers) entry.barriers->Close(down);
+      entry.events->Close();
+    }
+  }
+  stop_detector_.Notify();
+  if (detector_.joinable()) detector_.join();
+}
+
+absl::Status Coordinator::Restore() {
+  if (job_store_ == nullptr) return absl::OkStatus();
+  absl::StatusOr<std::vector<v1::Job>> jobs = job_store_->LoadAll();
+  if (!jobs.ok()) return jobs.status();
+  absl::MutexLock lock(&mu_);
+  for (v1::Job& job : *jobs) {
+    int64_t n = 0;
+    if (absl::SimpleAtoi(absl::string_view(job.id()).substr(4), &n)) {
+      next_job_ = std::max(next_job_, n + 1);
+    }
+    JobEntry& entry = jobs_[job.id()];
+    entry.queue_seq = n;
+    entry.job = std::move(job);
+    for (const v1::EvalMetrics& e : entry.job.metrics().eval()) {
+      entry.metrics.AddEval(e);
+    }
+    if (IsTerminal(entry.job.state())) {
+      entry.events->Close();
+    } else if (entry.job.state() != v1::JOB_STATE_PENDING) {
+      Transition(entry, v1::JOB_STATE_FAILED,
+                 absl::StrCat("coordinator restarted while the job was ",
+                              JobStateName(entry.job.state()),
+                              "; its workers are no longer known"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Coordinator::DetectorLoop() {
+  const absl::Duration period =
+      std::max(options_.heartbeat_timeout / 8, absl::Milliseconds(5));
+  while (!stop_detector_.WaitForNotificationWithTimeout(period)) {
+    SweepDeadWorkers(absl::Now());
+  }
+}
+
+// ---------------------------------------------------------------- helpers
+
+absl::StatusOr<Coordinator::JobEntry*> Coordinator::FindJob(
+    const std::string& job_id) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(absl::StrCat("job '", job_id, "' not found"));
+  }
+  return &it->second;
+}
+
+absl::StatusOr<Coordinator::WorkerEntry*> Coordinator::FindWorker(
+    const std::string& worker_id) {
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end() ||
+      it->second.info.state() == v1::WORKER_STATE_DEAD) {
+    return absl::NotFoundError(absl::StrCat(
+        "worker '", worker_id, "' is not registered (register again)"));
+  }
+  return &it->second;
+}
+
+absl::StatusOr<Coordinator::JobEntry*> Coordinator::FindAttempt(
+    const std::string& job_id, int attempt) {
+  absl::StatusOr<JobEntry*> entry = FindJob(job_id);
+  if (!entry.ok()) return entry.status();
+  const v1::Job& job = (*entry)->job;
+  if (attempt != job.attempt()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " attempt ", attempt,
+                     " is not current (current attempt: ", job.attempt(), ")"));
+  }
+  if (IsTerminal(job.state())) {
+    return absl::AbortedError(absl::StrCat("job ", job_id, " is ",
+                                           JobStateName(job.state()), ": ",
+                                           job.message()));
+  }
+  return *entry;
+}
+
+std::string Coordinator::DescribeRank(const JobEntry& entry, int rank) const {
+  for (const v1::RankAssignment& r : entry.job.ranks()) {
+    if (r.rank() == rank) {
+      return absl::StrCat("rank ", rank, " (worker ", r.worker_id(),
+                          " on host ", r.host(), ")");
+    }
+  }
+  return absl::StrCat("rank ", rank);
+}
+
+v1::Job Coordinator::Snapshot(const JobEntry& entry) const {
+  v1::Job job = entry.job;
+  if (!IsTerminal(job.state())) *job.mutable_metrics() = entry.metrics.Summary();
+  return job;
+}
+
+void Coordinator::Persist(const JobEntry& entry) {
+  if (job_store_ == nullptr) return;
+  absl::Status s = job_store_->Save(entry.job);
+  if (!s.ok()) {
+    absl::FPrintF(stderr, "coordinator: cannot persist job %s: %s\n",
+                  entry.job.id(), s.ToString());
+  }
+}
+
+void Coordinator::Transition(JobEntry& entry, v1::JobState to,
+                             const std::string& reason) {
+  v1::Job& job = entry.job;
+  if (!IsAllowedTransition(job.state(), to)) return;
+  const int64_t now = UnixMs(absl::Now());
+  v1::Transition* t = job.add_transitions();
+  t->set_from(job.state());
+  t->set_to(to);
+  t->set_reason(reason);
+  t->set_time_unix_ms(now);
+  job.set_state(to);
+  job.set_message(reason);
+  job.set_updated_unix_ms(now);
+  absl::FPrintF(stderr, "coordinator: job %s %s -> %s: %s\n", job.id(),
+                JobStateName(t->from()), JobStateName(to), reason);
+  if (IsTerminal(to)) {
+    *job.mutable_metrics() = entry.metrics.Summary();
+    const absl::Status ended = absl::AbortedError(
+        absl::StrCat("job ", job.id(), " is ", JobStateName(to), ": ", reason));
+    if (entry.store) entry.store->Close(ended);
+    if (entry.barriers) entry.barriers->Close(ended);
+    if (job.master_port() > 0) ports_.Release(job.master_addr(), job.master_port());
+  }
+  v1::JobEvent event;
+  *event.mutable_job() = Snapshot(entry);
+  *event.mutable_summary() = event.job().metrics();
+  entry.events->Append(std::move(event));
+  if (IsTerminal(to)) entry.events->Close();
+  Persist(entry);
+}
+
+// ---------------------------------------------------------------- scheduler
+
+void Coordinator::Schedule() {
+  if (shut_down_) return;
+  std::vector<JobEntry*> pending;
+  for (auto& [id, entry] : jobs_) {
+    if (entry.job.state() == v1::JOB_STATE_PENDING) pending.push_back(&entry);
+  }
+  std::sort(pending.begin(), pending.end(),
+            [](const JobEntry* a, const JobEntry* b) {
+              return a->queue_seq < b->queue_seq;
+            });
+  std::vector<WorkerEntry*> idle;
+  for (auto& [id, w] : workers_) {
+    if (w.info.state() == v1::WORKER_STATE_IDLE && w.job_id.empty()) {
+      idle.push_back(&w);
+    }
+  }
+  std::sort(idle.begin(), idle.end(),
+            [](const WorkerEntry* a, const WorkerEntry* b) {
+              return a->seq < b->seq;
+            });
+  for (JobEntry* entry : pending) {
+    if (idle.empty()) break;
+    TryStart(*entry, idle);
+  }
+}
+
+bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
+  v1::Job& job = entry.job;
+  const v1::WorldSize& ws = job.spec().world_size();
+  if (static_cast<int>(idle.size()) < ws.min_workers()) return false;
+  const int world = std::min<int>(ws.max_workers(), idle.size());
+  std::vector<WorkerEntry*> chosen(idle.begin(), idle.begin() + world);
+  // Ranks grouped by host, as torchrun numbers them node by node.
+  std::stable_sort(chosen.begin(), chosen.end(),
+                   [](const WorkerEntry* a, const WorkerEntry* b) {
+                     return a->info.host() < b->info.host();
+                   });
+  const std::string& master = chosen[0]->info.host();
+  absl::StatusOr<int> port = ports_.Acquire(master, chosen[0]->free_ports);
+  if (!port.ok()) {
+    job.set_message(std::string(port.status().message()));
+    return false;
+  }
+  idle.erase(idle.begin(), idle.begin() + world);
+
+  job.set_attempt(job.attempt() + 1);
+  job.set_world_size(world);
+  job.set_master_addr(master);
+  job.set_master_port(*port);
+  job.clear_ranks();
+  entry.joined.clear();
+  entry.completed.clear();
+  entry.metrics.ResetSteps();
+  entry.store = std::make_shared<KvStore>();
+  entry.barriers = std::make_shared<BarrierTable>(world);
+  std::map<std::string, int> per_host;
+  std::vector<std::string> described;
+  for (int rank = 0; rank < world; ++rank) {
+    WorkerEntry& w = *chosen[rank];
+    v1::RankAssignment* r = job.add_ranks();
+    r->set_rank(rank);
+    r->set_local_rank(per_host[w.info.host()]++);
+    r->set_worker_id(w.info.worker_id());
+    r->set_host(w.info.host());
+    w.job_id = job.id();
+    w.attempt = job.attempt();
+    w.rank = rank;
+    w.info.set_state(v1::WORKER_STATE_STARTING);
+    w.info.set_job_id(job.id());
+    w.info.set_rank(rank);
+    described.push_back(
+        absl::StrCat(rank, "=", w.info.worker_id(), "@", w.info.host()));
+  }
+  Transition(entry, v1::JOB_STATE_RENDEZVOUS,
+             absl::StrCat("attempt ", job.attempt(), ": ", world,
+                          " worker(s) assigned (ranks ",
+                          absl::StrJoin(described, ", "), "), master ", master,
+                          ":", *port));
+  return true;
+}
+
+v1::Assignment Coordinator::MakeAssignment(const JobEntry& entry,
+                                           int rank) const {
+  const v1::Job& job = entry.job;
+  v1::Assignment a;
+  a.set_job_id(job.id());
+  a.set_attempt(job.attempt());
+  a.set_rank(rank);
+  a.set_world_size(job.world_size());
+  a.set_local_rank(job.ranks(rank).local_rank());
+  a.set_master_addr(job.master_addr());
+  a.set_master_port(job.master_port());
+  *a.mutable_peers() = job.ranks();
+  *a.mutable_spec() = job.spec();
+  a.set_train_samples(job.train_samples());
+  a.set_eval_samples(job.eval_samples());
+  return a;
+}
+
+// ---------------------------------------------------------------- jobs
+
+absl::StatusOr<v1::Job> Coordinator::SubmitJob(v1::JobSpec spec) {
+  ApplyJobSpecDefaults(&spec);
+  if (absl::Status s = ValidateJobSpec(spec, options_.max_world_size);
+      !s.ok()) {
+    return s;
+  }
+  // Scan the data set outside the lock: it touches the file system.
+  absl::StatusOr<int64_t> train = CountSamples(
+      "dataset.path", spec.dataset().path(), spec.dataset().split());
+  if (!train.ok()) return train.status();
+  int64_t eval = 0;
+  if (!spec.dataset().eval_split().empty()) {
+    absl::StatusOr<int64_t> n = CountSamples(
+        "dataset.eval_split", spec.dataset().path(),
+        spec.dataset().eval_split());
+    if (!n.ok()) return n.status();
+    eval = *n;
+  }
+
+  absl::MutexLock lock(&mu_);
+  if (shut_down_) return absl::UnavailableError("coordinator is shutting down");
+  const int64_t seq = next_job_++;
+  const std::string id = absl::StrFormat("job-%06d", seq);
+  JobEntry& entry = jobs_[id];
+  entry.queue_seq = seq;
+  entry.job.set_id(id);
+  *entry.job.mutable_spec() = std::move(spec);
+  entry.job.set_created_unix_ms(UnixMs(absl::Now()));
+  entry.job.set_train_samples(*train);
+  entry.job.set_eval_samples(eval);
+  Transition(entry, v1::JOB_STATE_PENDING,
+             absl::StrCat("submitted; waiting for ",
+                          entry.job.spec().world_size().min_workers(),
+                          " idle worker(s)"));
+  Schedule();
+  return Snapshot(entry);
+}
+
+absl::StatusOr<v1::Job> Coordinator::GetJob(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<JobEntry*> entry = FindJob(job_id);
+  if (!entry.ok()) return entry.status();
+  return Snapshot(**entry);
+}
+
+std::vector<v1::Job> Coordinator::ListJobs(int limit) {
+  absl::MutexLock lock(&mu_);
+  std::vector<const JobEntry*> entries;
+  for (const auto& [id, entry] : jobs_) entries.push_back(&entry);
+  std::sort(entries.begin(), entries.end(),
+            [](const JobEntry* a, const JobEntry* b) {
+              return a->queue_seq > b->queue_seq;
+            });
+  if (limit > 0 && static_cast<int>(entries.size()) > limit) {
+    entries.resize(limit);
+  }
+  std::vector<v1::Job> jobs;
+  for (const JobEntry* e : entries) jobs.push_back(Snapshot(*e));
+  return jobs;
+}
+
+absl::StatusOr<v1::Job> Coordinator::CancelJob(const std::string& job_id,
+                                               const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<JobEntry*> entry = FindJob(job_id);
+  if (!entry.ok()) return entry.status();
+  JobEntry& e = **entry;
+  if (IsTerminal(e.job.state())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " is already ",
+                     JobStateName(e.job.state()), "; nothing to cancel"));
+  }
+  Transition(e, v1::JOB_STATE_CANCELLED,
+             reason.empty() ? "cancelled by user"
+                            : absl::StrCat("cancelled by user: ", reason));
+  return Snapshot(e);
+}
+
+absl::StatusOr<std::shared_ptr<EventLog>> Coordinator::JobEvents(
+    const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<JobEntry*> entry = FindJob(job_id);
+  if (!entry.ok()) return entry.status();
+  return (*entry)->events;
+}
+
+std::vector<v1::WorkerInfo> Coordinator::ListWorkers() {
+  absl::MutexLock lock(&mu_);
+  std::vector<const WorkerEntry*> entries;
+  for (const auto& [id, w] : workers_) entries.push_back(&w);
+  std::sort(entries.begin(), entries.end(),
+            [](const WorkerEntry* a, const WorkerEntry* b) {
+              return a->seq < b->seq;
+            });
+  std::vector<v1::WorkerInfo> out;
+  for (const WorkerEntry* w : entries) {
+    v1::WorkerInfo info = w->info;
+    info.set_last_heartbeat_unix_ms(UnixMs(w->last_heartbeat));
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- workers
+
+absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(
+    const v1::RegisterWorkerRequest& request) {
+  if (request.host().empty()) {
+    return absl::InvalidArgumentError(
+        "register: host is required (the address peers reach this worker at)");
+  }
+  for (int port : request.free_ports()) {
+    if (port < 1 || port > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("register: free_ports holds ", port,
+                       ", outside [1, 65535]"));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  if (shut_down_) return absl::UnavailableError("coordinator is shutting down");
+  const int64_t seq = next_worker_++;
+  const std::string id = absl::StrFormat("w%d-%04x", seq, incarnation_);
+  const absl::Time now = absl::Now();
+  WorkerEntry& w = workers_[id];
+  w.seq = seq;
+  w.last_heartbeat = now;
+  w.free_ports.assign(request.free_ports().begin(), request.free_ports().end());
+  w.info.set_worker_id(id);
+  w.info.set_host(request.host());
+  *w.info.mutable_devices() = request.devices();
+  w.info.set_state(v1::WORKER_STATE_IDLE);
+  w.info.set_rank(-1);
+  w.info.set_registered_unix_ms(UnixMs(now));
+  absl::FPrintF(stderr, "coordinator: worker %s registered from %s\n", id,
+                request.host());
+  Schedule();
+  v1::RegisterWorkerResponse response;
+  response.set_worker_id(id);
+  response.set_heartbeat_interval_ms(
+      absl::ToInt64Milliseconds(options_.heartbeat_interval));
+  response.set_heartbeat_timeout_ms(
+      absl::ToInt64Milliseconds(options_.heartbeat_timeout));
+  return response;
+}
+
+absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
+    const v1::HeartbeatRequest& request) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<WorkerEntry*> found = FindWorker(request.worker_id());
+  if (!found.ok()) return found.status();
+  WorkerEntry& w = **found;
+  w.last_heartbeat = absl::Now();
+  w.info.set_epoch(request.epoch());
+  w.info.set_step(request.step());
+  w.info.set_collective_seq(request.collective_seq());
+
+  v1::HeartbeatResponse response;
+  const bool reports_task = !request.job_id().empty();
+  if (!w.job_id.empty()) {
+    const v1::Job& job = jobs_.at(w.job_id).job;
+    if (job.attempt() != w.attempt || IsTerminal(job.state())) {
+      if (reports_task) {
+        response.set_action(v1::ACTION_STOP);
+        response.set_reason(absl::StrCat("job ", job.id(), " is ",
+                                         JobStateName(job.state()), ": ",
+                                         job.message()));
+        w.info.set_state(v1::WORKER_STATE_STOPPING);
+        return response;
+      }
+      // The worker has torn its task down: free it for the next job.
+      w.job_id.clear();
+      w.attempt = 0;
+      w.rank = -1;
+      w.info.clear_job_id();
+      w.info.set_rank(-1);
+    }
+  }
+  if (w.job_id.empty()) {
+    if (reports_task) {
+      response.set_action(v1::ACTION_STOP);
+      response.set_reason(absl::StrCat("job ", request.job_id(), " attempt ",
+                                       request.attempt(),
+                                       " is not assigned to this worker"));
+      w.info.set_state(v1::WORKER_STATE_STOPPING);
+      return response;
+    }
+    w.info.set_state(v1::WORKER_STATE_IDLE);
+    Schedule();
+    if (w.job_id.empty()) return response;  // still idle
+  }
+
+  JobEntry& entry = jobs_.at(w.job_id);
+  const v1::Job& job = entry.job;
+  if (request.job_id() != w.job_id || request.attempt() != w.attempt) {
+    response.set_action(v1::ACTION_RUN);
+    *response.mutable_assignment() = MakeAssignment(entry, w.rank);
+    return response;
+  }
+  // The worker runs its task.
+  w.info.set_state(v1::WORKER_STATE_RUNNING);
+  if (request.state() == v1::WORKER_STATE_RUNNING &&
+      entry.joined.insert(w.rank).second &&
+      static_cast<int>(entry.joined.size()) == job.world_size() &&
+      job.state() == v1::JOB_STATE_RENDEZVOUS) {
+    Transition(entry, v1::JOB_STATE_RUNNING,
+               absl::StrCat("all ", job.world_size(), " rank(s) joined"));
+  }
+  return response;
+}
+
+absl::StatusOr<v1::GetShardResponse> Coordinator::GetShard(
+    const v1::GetShardRequest& request) {
+  int64_t n = 0;
+  SamplerOptions options;
+  {
+    absl::MutexLock lock(&mu_);
+    if (absl::StatusOr<WorkerEntry*> w = FindWorker(request.worker_id());
+        !w.ok()) {
+      return w.status();
+    }
+    absl::StatusOr<JobEntry*> entry =
+        FindAttempt(request.job_id(), request.attempt());
+    if (!entry.ok()) return entry.status();
+    const v1::Job& job = (*entry)->job;
+    if (request.epoch() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("get shard: epoch must be >= 0 (got ", request.epoch(),
+                       ")"));
+    }
+    options.world_size = job.world_size();
+    options.rank = request.rank();
+    options.seed = job.spec().seed();
+    options.epoch = request.epoch();
+    options.shuffle = job.spec().shuffle();
+    options.drop_last = job.spec().drop_last();
+    n = request.split() == v1::SHARD_SPLIT_EVAL ? job.eval_samples()
+                                                : job.train_samples();
+  }
+  options.dataset_size = n;
+  absl::StatusOr<std::vector<int64_t>> indices =
+      request.split() == v1::SHARD_SPLIT_EVAL
+          ? EvalShardIndices(n, options.world_size, options.rank)
+          : DistributedSamplerIndices(options);
+  if (!indices.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("get shard: ", indices.status().message()));
+  }
+  v1::GetShardResponse response;
+  response.mutable_indices()->Assign(indices->begin(), indices->end());
+  response.set_dataset_size(n);
+  response.set_total_size(
+      request.split() == v1::SHARD_SPLIT_EVAL
+          ? n
+          : DistributedNumSamples(n, options.world_size, options.drop_last) *
+                options.world_size);
+  return response;
+}
+
+absl::Status Coordinator::ReportMetrics(
+    const v1::ReportMetricsRequest& request) {
+  absl::MutexLock lock(&mu_);
+  if (absl::StatusOr<WorkerEntry*> w = FindWorker(request.worker_id());
+      !w.ok()) {
+    return w.status();
+  }
+  absl::StatusOr<JobEntry*> found =
+      FindAttempt(request.job_id(), request.attempt());
+  if (!found.ok()) return found.status();
+  JobEntry& entry = **found;
+  for (const v1::StepMetrics& step : request.steps()) {
+    if (step.rank() < 0 || step.rank() >= entry.job.world_size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("report metrics: rank ", step.rank(),
+                       " is outside [0, ", entry.job.world_size(), ")"));
+    }
+  }
+  for (const v1::StepMetrics& step : request.steps()) {
+    entry.metrics.AddStep(step);
+  }
+  for (const v1::EvalMetrics& eval : request.eval()) {
+    entry.metrics.AddEval(eval);
+  }
+  // One summary per report, attached to its last event.
+  const v1::JobMetrics summary = entry.metrics.Summary();
+  const int total = request.steps_size() + request.eval_size();
+  int emitted = 0;
+  auto publish = [&](v1::JobEvent event) {
+    if (++emitted == total) *event.mutable_summary() = summary;
+    entry.events->Append(std::move(event));
+  };
+  for (const v1::StepMetrics& step : request.steps()) {
+    v1::JobEvent event;
+    *event.mutable_step() = step;
+    publish(std::move(event));
+  }
+  for (const v1::EvalMetrics& eval : request.eval()) {
+    v1::JobEvent event;
+    *event.mutable_eval() = eval;
+    publish(std::move(event));
+  }
+  if (request.eval_size() > 0) {
+    *entry.job.mutable_metrics() = summary;
+    Persist(entry);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Coordinator::CompleteTask(const v1::CompleteTaskRequest& request) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<WorkerEntry*> found = FindWorker(request.worker_id());
+  if (!found.ok()) return found.status();
+  WorkerEntry& w = **found;
+  if (w.job_id != request.job_id() || w.attempt != request.attempt() ||
+      w.rank != request.rank()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "complete task: worker ", w.info.worker_id(), " is not rank ",
+        request.rank(), " of job ", request.job_id(), " attempt ",
+        request.attempt()));
+  }
+  absl::StatusOr<JobEntry*> attempt =
+      FindAttempt(request.job_id(), request.attempt());
+  if (!attempt.ok()) return attempt.status();
+  JobEntry& entry = **attempt;
+  const int world = entry.job.world_size();
+  if (!request.success()) {
+    Transition(entry, v1::JOB_STATE_FAILED,
+               absl::StrCat(DescribeRank(entry, request.rank()),
+                            " failed: ", request.message()));
+    return absl::OkStatus();
+  }
+  entry.completed.insert(request.rank());
+  if (entry.joined.insert(request.rank()).second &&
+      static_cast<int>(entry.joined.size()) == world) {
+    Transition(entry, v1::JOB_STATE_RUNNING,
+               absl::StrCat("all ", world, " rank(s) joined"));
+  }
+  if (static_cast<int>(entry.completed.size()) == world) {
+    Transition(entry, v1::JOB_STATE_SUCCEEDED,
+               absl::StrCat("all ", world, " rank(s) completed"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<KvStore>> Coordinator::Store(
+    const std::string& job_id, int attempt) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<JobEntry*> entry = FindAttempt(job_id, attempt);
+  if (!entry.ok()) return entry.status();
+  return (*entry)->store;
+}
+
+absl::StatusOr<std::shared_ptr<BarrierTable>> Coordinator::Barriers(
+    const std::string& job_id, int attempt) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<JobEntry*> entry = FindAttempt(job_id, attempt);
+  if (!entry.ok()) return entry.status();
+  return (*entry)->barriers;
+}
+
+void Coordinator::SweepDeadWorkers(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    WorkerEntry& w = it->second;
+    const absl::Duration silent = now - w.last_heartbeat;
+    if (w.info.state() == v1::WORKER_STATE_DEAD) {
+      // Keep dead workers visible in `gradsync workers` for a while.
+      it = silent > 20 * options_.heartbeat_timeout + absl::Minutes(1)
+               ? workers_.erase(it)
+               : std::next(it);
+      continue;
+    }
+    if (silent <= options_.heartbeat_timeout) {
+      ++it;
+      continue;
+    }
+    w.info.set_state(v1::WORKER_STATE_DEAD);
+    absl::FPrintF(stderr, "coordinator: worker %s on %s declared dead\n",
+                  w.info.worker_id(), w.info.host());
+    if (!w.job_id.empty()) {
+      JobEntry& entry = jobs_.at(w.job_id);
+      if (entry.job.attempt() == w.attempt && !IsTerminal(entry.job.state())) {
+        Transition(entry, v1::JOB_STATE_FAILED,
+                   absl::StrCat(DescribeRank(entry, w.rank),
+                                " missed heartbeats for ", FormatSeconds(silent),
+                                " (timeout ",
+                                FormatSeconds(options_.heartbeat_timeout),
+                                "); last step ", w.info.step(), ", epoch ",
+                                w.info.epoch()));
+      }
+      w.job_id.clear();
+    }
+    ++it;
+  }
+}
+
+}  // namespace gradsync

@@ -1,0 +1,169 @@
+// Coordinator: the control plane's state and rules, independent of gRPC.
+// It owns the registered workers, the jobs and their state machine, the
+// scheduler (idle workers -> ranks), the failure detector, each job
+// attempt's key-value store and barriers, shard planning and metrics.
+// JobServiceImpl and WorkerServiceImpl are thin gRPC adapters over it.
+//
+// Thread-safe: every public method may be called from any thread. Blocking
+// waits (store, barrier, events) happen outside the coordinator's lock.
+// Errors: INVALID_ARGUMENT (bad request, naming the field), NOT_FOUND
+// (unknown job or worker), FAILED_PRECONDITION (wrong state or stale
+// attempt), ABORTED (the job ended while waiting).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "coordinator/barrier.h"
+#include "coordinator/event_log.h"
+#include "coordinator/job_store.h"
+#include "coordinator/kv_store.h"
+#include "coordinator/metrics_aggregator.h"
+#include "coordinator/port_allocator.h"
+#include "gradsync/v1/job_service.pb.h"
+#include "gradsync/v1/worker_service.pb.h"
+
+namespace gradsync {
+
+struct CoordinatorOptions {
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  // A worker silent for longer is declared dead.
+  absl::Duration heartbeat_timeout = absl::Seconds(3);
+  // Data-plane ports handed out when a worker offered none.
+  int port_range_first = 29500;
+  int port_range_last = 29999;
+  int max_world_size = 1024;
+  // Upper bound for any blocking call (store get/wait, barrier).
+  absl::Duration max_wait = absl::Minutes(10);
+  // Run the failure detector on a background thread. Tests that drive
+  // SweepDeadWorkers() themselves turn it off.
+  bool run_failure_detector = true;
+};
+
+class Coordinator {
+ public:
+  // `store` persists jobs (may be null: nothing persisted). Jobs found in
+  // it are restored: PENDING ones are queued again; RENDEZVOUS/RUNNING ones
+  // are marked FAILED, since their workers are no longer known.
+  static absl::StatusOr<std::unique_ptr<Coordinator>> Create(
+      CoordinatorOptions options, std::unique_ptr<JobStore> store);
+  ~Coordinator();
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  // Wakes every blocked call with UNAVAILABLE and stops the failure
+  // detector. Idempotent; the destructor calls it.
+  void Shutdown();
+
+  const CoordinatorOptions& options() const { return options_; }
+
+  // ---- JobService ----
+  absl::StatusOr<v1::Job> SubmitJob(v1::JobSpec spec);
+  absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
+  std::vector<v1::Job> ListJobs(int limit);
+  absl::StatusOr<v1::Job> CancelJob(const std::string& job_id,
+                                    const std::string& reason);
+  // The job's event log (for WatchJob) and its current record.
+  absl::StatusOr<std::shared_ptr<EventLog>> JobEvents(
+      const std::string& job_id);
+  std::vector<v1::WorkerInfo> ListWorkers();
+
+  // ---- WorkerService ----
+  absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(
+      const v1::RegisterWorkerRequest& request);
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
+      const v1::HeartbeatRequest& request);
+  absl::StatusOr<v1::GetShardResponse> GetShard(
+      const v1::GetShardRequest& request);
+  absl::Status ReportMetrics(const v1::ReportMetricsRequest& request);
+  absl::Status CompleteTask(const v1::CompleteTaskRequest& request);
+  // The store and barriers of a job's current attempt.
+  absl::StatusOr<std::shared_ptr<KvStore>> Store(const std::string& job_id,
+                                                 int attempt);
+  absl::StatusOr<std::shared_ptr<BarrierTable>> Barriers(
+      const std::string& job_id, int attempt);
+
+  // Declares dead every worker whose last heartbeat is older than the
+  // heartbeat timeout at `now`, failing the jobs they ran. The background
+  // detector calls it; public so tests can drive it.
+  void SweepDeadWorkers(absl::Time now);
+
+ private:
+  struct JobEntry {
+    v1::Job job;
+    int64_t queue_seq = 0;  // submission order
+    std::shared_ptr<EventLog> events = std::make_shared<EventLog>();
+    MetricsAggregator metrics;
+    std::shared_ptr<KvStore> store;
+    std::shared_ptr<BarrierTable> barriers;
+    std::set<int> joined;     // ranks that acknowledged the assignment
+    std::set<int> completed;  // ranks that completed successfully
+  };
+  struct WorkerEntry {
+    v1::WorkerInfo info;
+    std::vector<int> free_ports;
+    absl::Time last_heartbeat;
+    int64_t seq = 0;  // registration order
+    // Current task; empty job_id = none.
+    std::string job_id;
+    int attempt = 0;
+    int rank = -1;
+  };
+
+  Coordinator(CoordinatorOptions options, std::unique_ptr<JobStore> store);
+  absl::Status Restore() ABSL_LOCKS_EXCLUDED(mu_);
+  void DetectorLoop();
+
+  absl::StatusOr<JobEntry*> FindJob(const std::string& job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<WorkerEntry*> FindWorker(const std::string& worker_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A live attempt of a job: NOT_FOUND / FAILED_PRECONDITION otherwise.
+  absl::StatusOr<JobEntry*> FindAttempt(const std::string& job_id,
+                                        int attempt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves a job to `to`, recording the reason, publishing the event and
+  // persisting the record. Terminal states also close the attempt's store
+  // and barriers, release the port and close the event log.
+  void Transition(JobEntry& entry, v1::JobState to, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts every pending job that enough idle workers can run.
+  void Schedule() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  v1::Assignment MakeAssignment(const JobEntry& entry, int rank) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Persist(const JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  v1::Job Snapshot(const JobEntry& entry) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string DescribeRank(const JobEntry& entry, int rank) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const CoordinatorOptions options_;
+  const std::unique_ptr<JobStore> job_store_;
+  const uint32_t incarnation_;
+
+  absl::Mutex mu_;
+  std::map<std::string, JobEntry> jobs_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
+  PortAllocator ports_ ABSL_GUARDED_BY(mu_);
+  int64_t next_job_ ABSL_GUARDED_BY(mu_) = 1;
+  int64_t next_worker_ ABSL_GUARDED_BY(mu_) = 1;
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+
+  absl::Notification stop_detector_;
+  std::thread detector_;
+};
+
+}  // namespace gradsync

@@ -1,0 +1,76 @@
+#include "coordinator/job_service.h"
+
+#include <utility>
+
+#include "coordinator/grpc_status.h"
+
+namespace gradsync {
+grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext*,
+                                       const v1::SubmitJobRequest* request,
+                                       v1::Job* response) {
+  return Reply(coordinator_->SubmitJob(request->spec()), response);
+}
+
+grpc::Status JobServiceImpl::GetJob(grpc::ServerContext*,
+                                    const v1::GetJobRequest* request,
+                                    v1::Job* response) {
+  return Reply(coordinator_->GetJob(request->job_id()), response);
+}
+
+grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext*,
+                                      const v1::ListJobsRequest* request,
+                                      v1::ListJobsResponse* response) {
+  if (request->limit() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "limit must be >= 0");
+  }
+  for (v1::Job& job : coordinator_->ListJobs(request->limit())) {
+    *response->add_jobs() = std::move(job);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext*,
+                                       const v1::CancelJobRequest* request,
+                                       v1::Job* response) {
+  return Reply(coordinator_->CancelJob(request->job_id(), request->reason()),
+               response);
+}
+
+grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* context,
+                                      const v1::WatchJobRequest* request,
+                                      grpc::ServerWriter<v1::JobEvent>* writer) {
+  absl::StatusOr<std::shared_ptr<EventLog>> log =
+      coordinator_->JobEvents(request->job_id());
+  if (!log.ok()) return ToGrpcStatus(log.status());
+  // Take the cursor before the snapshot: an event in between is sent twice
+  // rather than lost.
+  uint64_t cursor = (*log)->EndCursor();
+  absl::StatusOr<v1::Job> job = coordinator_->GetJob(request->job_id());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  v1::JobEvent first;
+  *first.mutable_summary() = job->metrics();
+  *first.mutable_job() = std::move(*job);
+  if (!writer->Write(first)) return grpc::Status::OK;
+  while (!context->IsCancelled()) {
+    EventLog::Batch batch =
+        (*log)->Read(cursor, absl::Now() + absl::Milliseconds(250));
+    cursor = batch.next_cursor;
+    for (const v1::JobEvent& event : batch.events) {
+      if (!writer->Write(event)) return grpc::Status::OK;
+    }
+    if (batch.closed) return grpc::Status::OK;
+  }
+  return grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled");
+}
+
+grpc::Status JobServiceImpl::ListWorkers(grpc::ServerContext*,
+                                         const v1::ListWorkersRequest*,
+                                         v1::ListWorkersResponse* response) {
+  for (v1::WorkerInfo& w : coordinator_->ListWorkers()) {
+    *response->add_workers() = std::move(w);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace gradsync

@@ -1,0 +1,50 @@
+// JobStore: durable job records. SqliteJobStore keeps them in
+// <state_dir>/gradsync.db (tables `jobs` and `transitions`), so a restarted
+// coordinator still lists past jobs, their transitions and final metrics.
+//
+// SqliteJobStore is thread-safe (one connection behind a mutex).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "gradsync/v1/job.pb.h"
+
+struct sqlite3;
+
+namespace gradsync {
+
+class JobStore {
+ public:
+  virtual ~JobStore() = default;
+  // Inserts or replaces the job record and appends transitions not yet
+  // stored.
+  virtual absl::Status Save(const v1::Job& job) = 0;
+  // Every stored job, oldest first.
+  virtual absl::StatusOr<std::vector<v1::Job>> LoadAll() = 0;
+};
+
+class SqliteJobStore : public JobStore {
+ public:
+  // Creates `state_dir` and the database if needed.
+  static absl::StatusOr<std::unique_ptr<SqliteJobStore>> Open(
+      const std::string& state_dir);
+  ~SqliteJobStore() override;
+
+  absl::Status Save(const v1::Job& job) override;
+  absl::StatusOr<std::vector<v1::Job>> LoadAll() override;
+
+ private:
+  explicit SqliteJobStore(sqlite3* db) : db_(db) {}
+  absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Mutex mu_;
+  sqlite3* db_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gradsync

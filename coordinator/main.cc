@@ -1,0 +1,82 @@
+// gradsync-coordinator: the control-plane server.
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "coordinator/server.h"
+#include "gradsync/config.h"
+
+int main(int argc, char** argv) {
+  gradsync::ServerOptions options;
+  double heartbeat_timeout_s = 3.0;
+  double heartbeat_interval_s = 1.0;
+  std::string port_range = "29500-29999";
+  CLI::App app{"gradsync coordinator: jobs, rendezvous, shards, metrics"};
+  app.set_version_flag("--version", GRADSYNC_VERSION);
+  app.add_option("--listen", options.address, "host:port to serve on")
+      ->envname("GRADSYNC_LISTEN")
+      ->capture_default_str();
+  app.add_option("--state-dir", options.state_dir,
+                 "directory for the SQLite job database (empty: in memory)")
+      ->envname("GRADSYNC_STATE_DIR");
+  app.add_option("--heartbeat-timeout", heartbeat_timeout_s,
+                 "seconds without heartbeat before a worker is dead")
+      ->envname("GRADSYNC_HEARTBEAT_TIMEOUT")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--heartbeat-interval", heartbeat_interval_s,
+                 "seconds between worker heartbeats")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--port-range", port_range,
+                 "data-plane ports handed out when workers offer none")
+      ->capture_default_str();
+  app.add_option("--max-world-size", options.coordinator.max_world_size,
+                 "largest world size a job may ask for")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-message-bytes", options.max_receive_message_bytes,
+                 "largest request accepted")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  int first = 0, last = 0;
+  if (std::sscanf(port_range.c_str(), "%d-%d", &first, &last) != 2) {
+    std::fprintf(stderr, "--port-range must look like 29500-29999 (got %s)\n",
+                 port_range.c_str());
+    return 2;
+  }
+  options.coordinator.port_range_first = first;
+  options.coordinator.port_range_last = last;
+  options.coordinator.heartbeat_timeout = absl::Seconds(heartbeat_timeout_s);
+  options.coordinator.heartbeat_interval = absl::Seconds(heartbeat_interval_s);
+
+  // Block SIGINT/SIGTERM in every thread (gRPC's inherit the mask) and take
+  // them synchronously below.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = gradsync::CoordinatorServer::Start(options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "gradsync-coordinator: %s\n",
+                 server.status().ToString().c_str());
+    return 1;
+  }
+  std::fprintf(stderr,
+               "gradsync-coordinator %s listening on port %d (state: %s)\n",
+               GRADSYNC_VERSION, (*server)->port(),
+               options.state_dir.empty() ? "in memory"
+                                         : options.state_dir.c_str());
+  int signal = 0;
+  sigwait(&signals, &signal);
+  std::fprintf(stderr, "gradsync-coordinator: shutting down\n");
+  (*server)->Shutdown();
+  return 0;
+}

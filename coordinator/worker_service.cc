@@ -1,0 +1,121 @@
+#include "coordinator/worker_service.h"
+
+#include <utility>
+
+#include "coordinator/grpc_status.h"
+
+namespace gradsync {
+namespace {
+
+grpc::Status CheckKey(const std::string& key) {
+  if (key.empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "store key must not be empty");
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+grpc::Status WorkerServiceImpl::RegisterWorker(
+    grpc::ServerContext*, const v1::RegisterWorkerRequest* request,
+    v1::RegisterWorkerResponse* response) {
+  return Reply(coordinator_->RegisterWorker(*request), response);
+}
+
+grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext*,
+                                          const v1::HeartbeatRequest* request,
+                                          v1::HeartbeatResponse* response) {
+  return Reply(coordinator_->Heartbeat(*request), response);
+}
+
+grpc::Status WorkerServiceImpl::GetShard(grpc::ServerContext*,
+                                         const v1::GetShardRequest* request,
+                                         v1::GetShardResponse* response) {
+  return Reply(coordinator_->GetShard(*request), response);
+}
+
+grpc::Status WorkerServiceImpl::ReportMetrics(
+    grpc::ServerContext*, const v1::ReportMetricsRequest* request,
+    v1::ReportMetricsResponse*) {
+  return ToGrpcStatus(coordinator_->ReportMetrics(*request));
+}
+
+grpc::Status WorkerServiceImpl::CompleteTask(
+    grpc::ServerContext*, const v1::CompleteTaskRequest* request,
+    v1::CompleteTaskResponse*) {
+  return ToGrpcStatus(coordinator_->CompleteTask(*request));
+}
+
+grpc::Status WorkerServiceImpl::StoreSet(grpc::ServerContext*,
+                                         const v1::StoreSetRequest* request,
+                                         v1::StoreSetResponse*) {
+  if (grpc::Status s = CheckKey(request->key()); !s.ok()) return s;
+  absl::StatusOr<std::shared_ptr<KvStore>> store =
+      coordinator_->Store(request->job_id(), request->attempt());
+  if (!store.ok()) return ToGrpcStatus(store.status());
+  return ToGrpcStatus((*store)->Set(request->key(), request->value()));
+}
+
+grpc::Status WorkerServiceImpl::StoreGet(grpc::ServerContext* context,
+                                         const v1::StoreGetRequest* request,
+                                         v1::StoreGetResponse* response) {
+  if (grpc::Status s = CheckKey(request->key()); !s.ok()) return s;
+  absl::StatusOr<std::shared_ptr<KvStore>> store =
+      coordinator_->Store(request->job_id(), request->attempt());
+  if (!store.ok()) return ToGrpcStatus(store.status());
+  absl::StatusOr<std::string> value = (*store)->Get(
+      request->key(), WaitDeadline(*context, request->timeout_ms(),
+                                   coordinator_->options().max_wait));
+  if (!value.ok()) return ToGrpcStatus(value.status());
+  response->set_value(std::move(*value));
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::StoreAdd(grpc::ServerContext*,
+                                         const v1::StoreAddRequest* request,
+                                         v1::StoreAddResponse* response) {
+  if (grpc::Status s = CheckKey(request->key()); !s.ok()) return s;
+  absl::StatusOr<std::shared_ptr<KvStore>> store =
+      coordinator_->Store(request->job_id(), request->attempt());
+  if (!store.ok()) return ToGrpcStatus(store.status());
+  absl::StatusOr<int64_t> value =
+      (*store)->Add(request->key(), request->delta());
+  if (!value.ok()) return ToGrpcStatus(value.status());
+  response->set_value(*value);
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::StoreWait(grpc::ServerContext* context,
+                                          const v1::StoreWaitRequest* request,
+                                          v1::StoreWaitResponse*) {
+  for (const std::string& key : request->keys()) {
+    if (grpc::Status s = CheckKey(key); !s.ok()) return s;
+  }
+  absl::StatusOr<std::shared_ptr<KvStore>> store =
+      coordinator_->Store(request->job_id(), request->attempt());
+  if (!store.ok()) return ToGrpcStatus(store.status());
+  std::vector<std::string> keys(request->keys().begin(),
+                                request->keys().end());
+  return ToGrpcStatus((*store)->Wait(
+      keys, WaitDeadline(*context, request->timeout_ms(),
+                         coordinator_->options().max_wait)));
+}
+
+grpc::Status WorkerServiceImpl::Barrier(grpc::ServerContext* context,
+                                        const v1::BarrierRequest* request,
+                                        v1::BarrierResponse*) {
+  if (request->name().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "barrier name must not be empty");
+  }
+  absl::StatusOr<std::shared_ptr<BarrierTable>> barriers =
+      coordinator_->Barriers(request->job_id(), request->attempt());
+  if (!barriers.ok()) return ToGrpcStatus(barriers.status());
+  return ToGrpcStatus((*barriers)->Arrive(
+      request->name(), request->rank(),
+      WaitDeadline(*context, request->timeout_ms(),
+                   coordinator_->options().max_wait)));
+}
+
+}  // namespace gradsync

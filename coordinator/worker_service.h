@@ -1,0 +1,51 @@
+// WorkerServiceImpl: gradsync.v1.WorkerService over a Coordinator (see
+// proto/gradsync/v1/worker_service.proto for the protocol). Thread-safe; the
+// Coordinator must outlive it.
+#pragma once
+
+#include "coordinator/coordinator.h"
+#include "gradsync/v1/worker_service.grpc.pb.h"
+
+namespace gradsync {
+
+class WorkerServiceImpl final : public v1::WorkerService::Service {
+ public:
+  explicit WorkerServiceImpl(Coordinator* coordinator)
+      : coordinator_(coordinator) {}
+
+  grpc::Status RegisterWorker(grpc::ServerContext* context,
+                              const v1::RegisterWorkerRequest* request,
+                              v1::RegisterWorkerResponse* response) override;
+  grpc::Status Heartbeat(grpc::ServerContext* context,
+                         const v1::HeartbeatRequest* request,
+                         v1::HeartbeatResponse* response) override;
+  grpc::Status GetShard(grpc::ServerContext* context,
+                        const v1::GetShardRequest* request,
+                        v1::GetShardResponse* response) override;
+  grpc::Status ReportMetrics(grpc::ServerContext* context,
+                             const v1::ReportMetricsRequest* request,
+                             v1::ReportMetricsResponse* response) override;
+  grpc::Status CompleteTask(grpc::ServerContext* context,
+                            const v1::CompleteTaskRequest* request,
+                            v1::CompleteTaskResponse* response) override;
+  grpc::Status StoreSet(grpc::ServerContext* context,
+                        const v1::StoreSetRequest* request,
+                        v1::StoreSetResponse* response) override;
+  grpc::Status StoreGet(grpc::ServerContext* context,
+                        const v1::StoreGetRequest* request,
+                        v1::StoreGetResponse* response) override;
+  grpc::Status StoreAdd(grpc::ServerContext* context,
+                        const v1::StoreAddRequest* request,
+                        v1::StoreAddResponse* response) override;
+  grpc::Status StoreWait(grpc::ServerContext* context,
+                         const v1::StoreWaitRequest* request,
+                         v1::StoreWaitResponse* response) override;
+  grpc::Status Barrier(grpc::ServerContext* context,
+                       const v1::BarrierRequest* request,
+                       v1::BarrierResponse* response) override;
+
+ private:
+  Coordinator* const coordinator_;
+};
+
+}  // namespace gradsync
