@@ -12,6 +12,7 @@
 //                                     [--kv-clients 2] [--client-threads 8]
 #include <grpcpp/grpcpp.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -19,8 +20,6 @@
 #include <mutex>
 #include <thread>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -69,13 +68,15 @@ double MsSince(absl::Time start) {
 
 std::unique_ptr<grpc::ClientContext> Ctx() {
   auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  ctx->set_deadline(std::chrono::system_clock::now() +
+                    std::chrono::seconds(10));
   return ctx;
 }
 
 std::string MakeDataset() {
   namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() / absl::StrCat("gradsync_bench_", getpid());
+  fs::path dir =
+      fs::temp_directory_path() / absl::StrCat("gradsync_bench_", getpid());
   fs::create_directories(dir / "train" / "a");
   std::ofstream(dir / "train" / "a" / "0.png") << "x";
   return dir.string();
@@ -155,8 +156,8 @@ void KvClient(WorkerService::Stub& stub, const KvJob& kv, int id,
   gets.Merge(g_lat);
 }
 
-void RunScenario(int num_workers, double seconds, int kv_clients,
-                 int client_threads, const std::string& dataset) {
+// A coordinator on a free loopback port, with default options.
+std::unique_ptr<CoordinatorServer> StartServer() {
   ServerOptions options;
   options.address = "127.0.0.1:0";
   auto server = CoordinatorServer::Start(options);
@@ -164,7 +165,13 @@ void RunScenario(int num_workers, double seconds, int kv_clients,
     std::fprintf(stderr, "%s\n", server.status().ToString().c_str());
     std::exit(1);
   }
-  const std::string address = (*server)->local_address();
+  return std::move(*server);
+}
+
+void RunScenario(int num_workers, double seconds, int kv_clients,
+                 int client_threads, const std::string& dataset) {
+  std::unique_ptr<CoordinatorServer> server = StartServer();
+  const std::string address = server->local_address();
   // One channel per client thread, as separate hosts would have.
   auto make_stub = [&] {
     grpc::ChannelArguments args;
@@ -245,25 +252,25 @@ void RunScenario(int num_workers, double seconds, int kv_clients,
   }
   stop = true;
   kv_beater.join();
-  std::printf("\n== %d workers heartbeating at 1 Hz + %d KV clients, %.1f s ==\n",
-              num_workers, kv_clients, elapsed);
+  std::printf(
+      "\n== %d workers heartbeating at 1 Hz + %d KV clients, %.1f s ==\n",
+      num_workers, kv_clients, elapsed);
   std::printf("  register:        %s\n", registers.Describe(elapsed).c_str());
   std::printf("  heartbeat:       %s, errors %d\n",
               beats.Describe(elapsed).c_str(), beat_errors.load());
   std::printf("  store set:       %s\n", sets.Describe(elapsed).c_str());
   std::printf("  store get:       %s\n", gets.Describe(elapsed).c_str());
   std::printf("  declared dead:   %d of %d (must be 0)\n", dead, num_workers);
-  (*server)->Shutdown();
+  server->Shutdown();
 }
 
 // Closed-loop set+get throughput of gradsync's store over gRPC.
 double GradsyncStoreOps(int clients, double seconds,
                         const std::string& dataset) {
-  ServerOptions options;
-  options.address = "127.0.0.1:0";
-  auto server = CoordinatorServer::Start(options);
-  const std::string address = (*server)->local_address();
-  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  std::unique_ptr<CoordinatorServer> server = StartServer();
+  const std::string address = server->local_address();
+  auto channel =
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   auto stub = WorkerService::NewStub(channel);
   auto jobs = v1::JobService::NewStub(channel);
   std::atomic<bool> stop{false};
@@ -286,7 +293,7 @@ double GradsyncStoreOps(int clients, double seconds,
   const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
   stop = true;
   beater.join();
-  (*server)->Shutdown();
+  server->Shutdown();
   return (sets.count() + gets.count()) / elapsed;
 }
 
@@ -347,18 +354,20 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   const std::string dataset = gradsync::bench::MakeDataset();
-  std::printf("gradsync control-plane benchmark: in-process coordinator on "
-              "loopback, %u hardware threads\n",
-              std::thread::hardware_concurrency());
+  std::printf(
+      "gradsync control-plane benchmark: in-process coordinator on "
+      "loopback, %u hardware threads\n",
+      std::thread::hardware_concurrency());
   for (absl::string_view n : absl::StrSplit(workers_list, ',')) {
-    gradsync::bench::RunScenario(std::stoi(std::string(n)), seconds,
-                                 kv_clients, client_threads, dataset);
+    gradsync::bench::RunScenario(std::stoi(std::string(n)), seconds, kv_clients,
+                                 client_threads, dataset);
   }
-  std::printf("\n== store set+get, %d closed-loop clients, 64-byte values, "
-              "%.0f s each ==\n",
-              std::max(kv_clients, 1), seconds / 2);
-  const double ours = gradsync::bench::GradsyncStoreOps(
-      std::max(kv_clients, 1), seconds / 2, dataset);
+  std::printf(
+      "\n== store set+get, %d closed-loop clients, 64-byte values, "
+      "%.0f s each ==\n",
+      std::max(kv_clients, 1), seconds / 2);
+  const double ours = gradsync::bench::GradsyncStoreOps(std::max(kv_clients, 1),
+                                                        seconds / 2, dataset);
   std::printf("  gradsync store (gRPC):   %.0f ops/s\n", ours);
 #if GRADSYNC_BENCH_WITH_TORCH
   const double theirs =

@@ -11,9 +11,9 @@ namespace gradsync {
 absl::Status BarrierTable::Arrive(const std::string& name, int rank,
                                   absl::Time deadline) {
   if (rank < 0 || rank >= world_size_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "barrier '", name, "': rank must be in [0, ", world_size_, ") (got ",
-        rank, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("barrier '", name, "': rank must be in [0, ", world_size_,
+                     ") (got ", rank, ")"));
   }
   absl::MutexLock lock(&mu_);
   if (!closed_.ok()) return closed_;

@@ -44,12 +44,11 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
     return absl::InvalidArgumentError(
         "heartbeat interval and timeout must be positive");
   }
-  if (options.port_range_first < 1 ||
-      options.port_range_last > 65535 ||
+  if (options.port_range_first < 1 || options.port_range_last > 65535 ||
       options.port_range_first > options.port_range_last) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "invalid data-plane port range ", options.port_range_first, "-",
-        options.port_range_last));
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid data-plane port range ", options.port_range_first,
+                     "-", options.port_range_last));
   }
   std::unique_ptr<Coordinator> c(
       new Coordinator(std::move(options), std::move(store)));
@@ -174,7 +173,8 @@ std::string Coordinator::DescribeRank(const JobEntry& entry, int rank) const {
 
 v1::Job Coordinator::Snapshot(const JobEntry& entry) const {
   v1::Job job = entry.job;
-  if (!IsTerminal(job.state())) *job.mutable_metrics() = entry.metrics.Summary();
+  if (!IsTerminal(job.state()))
+    *job.mutable_metrics() = entry.metrics.Summary();
   return job;
 }
 
@@ -208,7 +208,8 @@ void Coordinator::Transition(JobEntry& entry, v1::JobState to,
         absl::StrCat("job ", job.id(), " is ", JobStateName(to), ": ", reason));
     if (entry.store) entry.store->Close(ended);
     if (entry.barriers) entry.barriers->Close(ended);
-    if (job.master_port() > 0) ports_.Release(job.master_addr(), job.master_port());
+    if (job.master_port() > 0)
+      ports_.Release(job.master_addr(), job.master_port());
   }
   v1::JobEvent event;
   *event.mutable_job() = Snapshot(entry);
@@ -333,9 +334,9 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(v1::JobSpec spec) {
   if (!train.ok()) return train.status();
   int64_t eval = 0;
   if (!spec.dataset().eval_split().empty()) {
-    absl::StatusOr<int64_t> n = CountSamples(
-        "dataset.eval_split", spec.dataset().path(),
-        spec.dataset().eval_split());
+    absl::StatusOr<int64_t> n =
+        CountSamples("dataset.eval_split", spec.dataset().path(),
+                     spec.dataset().eval_split());
     if (!n.ok()) return n.status();
     eval = *n;
   }
@@ -434,9 +435,8 @@ absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(
   }
   for (int port : request.free_ports()) {
     if (port < 1 || port > 65535) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("register: free_ports holds ", port,
-                       ", outside [1, 65535]"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "register: free_ports holds ", port, ", outside [1, 65535]"));
     }
   }
   absl::MutexLock lock(&mu_);
@@ -546,9 +546,8 @@ absl::StatusOr<v1::GetShardResponse> Coordinator::GetShard(
     if (!entry.ok()) return entry.status();
     const v1::Job& job = (*entry)->job;
     if (request.epoch() < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("get shard: epoch must be >= 0 (got ", request.epoch(),
-                       ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "get shard: epoch must be >= 0 (got ", request.epoch(), ")"));
     }
     options.world_size = job.world_size();
     options.rank = request.rank();
@@ -593,8 +592,8 @@ absl::Status Coordinator::ReportMetrics(
   for (const v1::StepMetrics& step : request.steps()) {
     if (step.rank() < 0 || step.rank() >= entry.job.world_size()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("report metrics: rank ", step.rank(),
-                       " is outside [0, ", entry.job.world_size(), ")"));
+          absl::StrCat("report metrics: rank ", step.rank(), " is outside [0, ",
+                       entry.job.world_size(), ")"));
     }
   }
   for (const v1::StepMetrics& step : request.steps()) {
@@ -635,10 +634,10 @@ absl::Status Coordinator::CompleteTask(const v1::CompleteTaskRequest& request) {
   WorkerEntry& w = **found;
   if (w.job_id != request.job_id() || w.attempt != request.attempt() ||
       w.rank != request.rank()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "complete task: worker ", w.info.worker_id(), " is not rank ",
-        request.rank(), " of job ", request.job_id(), " attempt ",
-        request.attempt()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("complete task: worker ", w.info.worker_id(),
+                     " is not rank ", request.rank(), " of job ",
+                     request.job_id(), " attempt ", request.attempt()));
   }
   absl::StatusOr<JobEntry*> attempt =
       FindAttempt(request.job_id(), request.attempt());
@@ -702,13 +701,13 @@ void Coordinator::SweepDeadWorkers(absl::Time now) {
     if (!w.job_id.empty()) {
       JobEntry& entry = jobs_.at(w.job_id);
       if (entry.job.attempt() == w.attempt && !IsTerminal(entry.job.state())) {
-        Transition(entry, v1::JOB_STATE_FAILED,
-                   absl::StrCat(DescribeRank(entry, w.rank),
-                                " missed heartbeats for ", FormatSeconds(silent),
-                                " (timeout ",
-                                FormatSeconds(options_.heartbeat_timeout),
-                                "); last step ", w.info.step(), ", epoch ",
-                                w.info.epoch()));
+        Transition(
+            entry, v1::JOB_STATE_FAILED,
+            absl::StrCat(DescribeRank(entry, w.rank), " missed heartbeats for ",
+                         FormatSeconds(silent), " (timeout ",
+                         FormatSeconds(options_.heartbeat_timeout),
+                         "); last step ", w.info.step(), ", epoch ",
+                         w.info.epoch()));
       }
       w.job_id.clear();
     }

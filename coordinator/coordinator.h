@@ -130,8 +130,7 @@ class Coordinator {
   absl::StatusOr<WorkerEntry*> FindWorker(const std::string& worker_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A live attempt of a job: NOT_FOUND / FAILED_PRECONDITION otherwise.
-  absl::StatusOr<JobEntry*> FindAttempt(const std::string& job_id,
-                                        int attempt)
+  absl::StatusOr<JobEntry*> FindAttempt(const std::string& job_id, int attempt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves a job to `to`, recording the reason, publishing the event and
   // persisting the record. Terminal states also close the attempt's store

@@ -38,9 +38,9 @@ grpc::Status Reply(absl::StatusOr<T> result, T* response) {
 inline absl::Time WaitDeadline(const grpc::ServerContextBase& context,
                                int64_t timeout_ms, absl::Duration max_wait) {
   const absl::Time now = absl::Now();
-  absl::Time deadline = now + std::min(absl::Milliseconds(std::max<int64_t>(
-                                           timeout_ms, 0)),
-                                       max_wait);
+  absl::Time deadline =
+      now +
+      std::min(absl::Milliseconds(std::max<int64_t>(timeout_ms, 0)), max_wait);
   const auto client = context.deadline();
   if (client != std::chrono::system_clock::time_point::max()) {
     deadline = std::min(deadline, absl::FromChrono(client));

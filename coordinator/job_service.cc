@@ -37,9 +37,9 @@ grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext*,
                response);
 }
 
-grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* context,
-                                      const v1::WatchJobRequest* request,
-                                      grpc::ServerWriter<v1::JobEvent>* writer) {
+grpc::Status JobServiceImpl::WatchJob(
+    grpc::ServerContext* context, const v1::WatchJobRequest* request,
+    grpc::ServerWriter<v1::JobEvent>* writer) {
   absl::StatusOr<std::shared_ptr<EventLog>> log =
       coordinator_->JobEvents(request->job_id());
   if (!log.ok()) return ToGrpcStatus(log.status());

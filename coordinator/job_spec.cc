@@ -9,7 +9,8 @@ namespace gradsync {
 namespace {
 
 absl::Status Invalid(const std::string& field, const std::string& what) {
-  return absl::InvalidArgumentError(absl::StrCat("job_spec.", field, " ", what));
+  return absl::InvalidArgumentError(
+      absl::StrCat("job_spec.", field, " ", what));
 }
 
 bool Contains(const std::vector<std::string>& names, const std::string& name) {
@@ -49,7 +50,8 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
   if (spec->augmentation().empty()) spec->set_augmentation("none");
   v1::WorldSize* world = spec->mutable_world_size();
   if (world->min_workers() == 0) world->set_min_workers(world->max_workers());
-  if (spec->collective_timeout_ms() == 0) spec->set_collective_timeout_ms(60000);
+  if (spec->collective_timeout_ms() == 0)
+    spec->set_collective_timeout_ms(60000);
 }
 
 absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
@@ -57,38 +59,37 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
     return Invalid("dataset.path", "is required (an image-folder directory)");
   }
   if (spec.model().empty()) {
-    return Invalid("model", absl::StrCat("is required (one of ",
-                                         absl::StrJoin(KnownModels(), ", "),
-                                         ")"));
+    return Invalid("model",
+                   absl::StrCat("is required (one of ",
+                                absl::StrJoin(KnownModels(), ", "), ")"));
   }
   if (!Contains(KnownModels(), spec.model())) {
-    return Invalid("model", absl::StrCat("'", spec.model(),
-                                         "' is unknown (known: ",
-                                         absl::StrJoin(KnownModels(), ", "),
-                                         ")"));
+    return Invalid("model",
+                   absl::StrCat("'", spec.model(), "' is unknown (known: ",
+                                absl::StrJoin(KnownModels(), ", "), ")"));
   }
   if (spec.epochs() < 1) {
-    return Invalid("epochs", absl::StrCat("must be >= 1 (got ", spec.epochs(),
-                                          ")"));
+    return Invalid("epochs",
+                   absl::StrCat("must be >= 1 (got ", spec.epochs(), ")"));
   }
   if (spec.batch_size() < 1) {
-    return Invalid("batch_size", absl::StrCat("must be >= 1 (got ",
-                                              spec.batch_size(), ")"));
+    return Invalid("batch_size",
+                   absl::StrCat("must be >= 1 (got ", spec.batch_size(), ")"));
   }
   const v1::OptimizerSpec& opt = spec.optimizer();
   if (opt.type() != v1::OPTIMIZER_TYPE_SGD &&
       opt.type() != v1::OPTIMIZER_TYPE_ADAM) {
-    return Invalid("optimizer.type", absl::StrCat("is unknown (got ",
-                                                  static_cast<int>(opt.type()),
-                                                  ")"));
+    return Invalid(
+        "optimizer.type",
+        absl::StrCat("is unknown (got ", static_cast<int>(opt.type()), ")"));
   }
   if (!(opt.learning_rate() > 0)) {
     return Invalid("optimizer.learning_rate",
                    absl::StrCat("must be > 0 (got ", opt.learning_rate(), ")"));
   }
   if (opt.momentum() < 0 || opt.momentum() >= 1) {
-    return Invalid("optimizer.momentum",
-                   absl::StrCat("must be in [0, 1) (got ", opt.momentum(), ")"));
+    return Invalid("optimizer.momentum", absl::StrCat("must be in [0, 1) (got ",
+                                                      opt.momentum(), ")"));
   }
   if (opt.weight_decay() < 0) {
     return Invalid("optimizer.weight_decay",
@@ -103,18 +104,21 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
                                                   spec.prefetch_depth(), ")"));
   }
   if (!Contains(KnownAugmentations(), spec.augmentation())) {
-    return Invalid("augmentation",
-                   absl::StrCat("'", spec.augmentation(), "' is unknown (known: ",
-                                absl::StrJoin(KnownAugmentations(), ", "), ")"));
+    return Invalid(
+        "augmentation",
+        absl::StrCat("'", spec.augmentation(), "' is unknown (known: ",
+                     absl::StrJoin(KnownAugmentations(), ", "), ")"));
   }
   const v1::WorldSize& world = spec.world_size();
   if (world.max_workers() < 1) {
-    return Invalid("world_size.max_workers",
-                   absl::StrCat("must be >= 1 (got ", world.max_workers(), ")"));
+    return Invalid(
+        "world_size.max_workers",
+        absl::StrCat("must be >= 1 (got ", world.max_workers(), ")"));
   }
   if (world.min_workers() < 1) {
-    return Invalid("world_size.min_workers",
-                   absl::StrCat("must be >= 1 (got ", world.min_workers(), ")"));
+    return Invalid(
+        "world_size.min_workers",
+        absl::StrCat("must be >= 1 (got ", world.min_workers(), ")"));
   }
   if (world.min_workers() > world.max_workers()) {
     return Invalid("world_size.min_workers",
@@ -123,10 +127,10 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
                                 world.max_workers(), ")"));
   }
   if (max_world_size > 0 && world.max_workers() > max_world_size) {
-    return Invalid("world_size.max_workers",
-                   absl::StrCat("must be <= ", max_world_size,
-                                " on this coordinator (got ",
-                                world.max_workers(), ")"));
+    return Invalid(
+        "world_size.max_workers",
+        absl::StrCat("must be <= ", max_world_size,
+                     " on this coordinator (got ", world.max_workers(), ")"));
   }
   if (!v1::Backend_IsValid(spec.backend())) {
     return Invalid("backend", "is unknown");
@@ -137,9 +141,9 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
                                 spec.checkpoint().interval_steps(), ")"));
   }
   if (spec.collective_timeout_ms() < 1) {
-    return Invalid("collective_timeout_ms",
-                   absl::StrCat("must be >= 1 (got ",
-                                spec.collective_timeout_ms(), ")"));
+    return Invalid(
+        "collective_timeout_ms",
+        absl::StrCat("must be >= 1 (got ", spec.collective_timeout_ms(), ")"));
   }
   if (spec.dataset().channels() != 0 && spec.dataset().channels() != 1 &&
       spec.dataset().channels() != 3) {

@@ -78,8 +78,8 @@ absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(
   sqlite3_busy_timeout(db, 5000);
   std::unique_ptr<SqliteJobStore> store(new SqliteJobStore(db));
   absl::MutexLock lock(&store->mu_);
-  for (const char* sql : {"PRAGMA journal_mode=WAL;",
-                          "PRAGMA synchronous=NORMAL;", kSchema}) {
+  for (const char* sql :
+       {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=NORMAL;", kSchema}) {
     if (absl::Status s = store->Exec(sql); !s.ok()) return s;
   }
   return store;

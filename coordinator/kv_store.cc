@@ -62,9 +62,8 @@ absl::Status KvStore::Wait(const std::vector<std::string>& keys,
     if (data_.count(key) == 0) missing.push_back(key);
   }
   if (!missing.empty()) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("store wait timed out; missing keys: ",
-                     absl::StrJoin(missing, ", ")));
+    return absl::DeadlineExceededError(absl::StrCat(
+        "store wait timed out; missing keys: ", absl::StrJoin(missing, ", ")));
   }
   return absl::OkStatus();
 }

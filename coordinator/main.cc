@@ -1,10 +1,9 @@
 // gradsync-coordinator: the control-plane server.
 #include <pthread.h>
 
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
-
-#include <CLI/CLI.hpp>
 
 #include "coordinator/server.h"
 #include "gradsync/config.h"
@@ -69,11 +68,10 @@ int main(int argc, char** argv) {
                  server.status().ToString().c_str());
     return 1;
   }
-  std::fprintf(stderr,
-               "gradsync-coordinator %s listening on port %d (state: %s)\n",
-               GRADSYNC_VERSION, (*server)->port(),
-               options.state_dir.empty() ? "in memory"
-                                         : options.state_dir.c_str());
+  std::fprintf(
+      stderr, "gradsync-coordinator %s listening on port %d (state: %s)\n",
+      GRADSYNC_VERSION, (*server)->port(),
+      options.state_dir.empty() ? "in memory" : options.state_dir.c_str());
   int signal = 0;
   sigwait(&signals, &signal);
   std::fprintf(stderr, "gradsync-coordinator: shutting down\n");

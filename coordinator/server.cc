@@ -38,9 +38,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.RegisterService(s->worker_service_.get());
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options.address,
-                     " (address in use or invalid?)"));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", options.address, " (address in use or invalid?)"));
   }
   return s;
 }

@@ -95,11 +95,10 @@ grpc::Status WorkerServiceImpl::StoreWait(grpc::ServerContext* context,
   absl::StatusOr<std::shared_ptr<KvStore>> store =
       coordinator_->Store(request->job_id(), request->attempt());
   if (!store.ok()) return ToGrpcStatus(store.status());
-  std::vector<std::string> keys(request->keys().begin(),
-                                request->keys().end());
-  return ToGrpcStatus((*store)->Wait(
-      keys, WaitDeadline(*context, request->timeout_ms(),
-                         coordinator_->options().max_wait)));
+  std::vector<std::string> keys(request->keys().begin(), request->keys().end());
+  return ToGrpcStatus(
+      (*store)->Wait(keys, WaitDeadline(*context, request->timeout_ms(),
+                                        coordinator_->options().max_wait)));
 }
 
 grpc::Status WorkerServiceImpl::Barrier(grpc::ServerContext* context,
@@ -112,10 +111,10 @@ grpc::Status WorkerServiceImpl::Barrier(grpc::ServerContext* context,
   absl::StatusOr<std::shared_ptr<BarrierTable>> barriers =
       coordinator_->Barriers(request->job_id(), request->attempt());
   if (!barriers.ok()) return ToGrpcStatus(barriers.status());
-  return ToGrpcStatus((*barriers)->Arrive(
-      request->name(), request->rank(),
-      WaitDeadline(*context, request->timeout_ms(),
-                   coordinator_->options().max_wait)));
+  return ToGrpcStatus(
+      (*barriers)->Arrive(request->name(), request->rank(),
+                          WaitDeadline(*context, request->timeout_ms(),
+                                       coordinator_->options().max_wait)));
 }
 
 }  // namespace gradsync

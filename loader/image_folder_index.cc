@@ -90,8 +90,8 @@ absl::StatusOr<ImageFolderIndex> ScanImageFolder(const std::string& root) {
   }
   if (index.classes.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "image folder ", root, " has no class sub-folders (expected ",
-        root, "/<class>/<image>)"));
+        "image folder ", root, " has no class sub-folders (expected ", root,
+        "/<class>/<image>)"));
   }
   std::sort(index.classes.begin(), index.classes.end());
   std::vector<std::string> empty;

@@ -20,8 +20,8 @@ absl::Status CheckShape(int64_t dataset_size, int world_size, int rank) {
         absl::StrCat("world size must be >= 1 (got ", world_size, ")"));
   }
   if (rank < 0 || rank >= world_size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "rank must be in [0, ", world_size, ") (got ", rank, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank must be in [0, ", world_size, ") (got ", rank, ")"));
   }
   return absl::OkStatus();
 }
@@ -44,7 +44,8 @@ std::vector<int64_t> TorchRandPerm(int64_t n, uint64_t seed) {
   std::vector<int64_t> perm(static_cast<size_t>(n));
   std::iota(perm.begin(), perm.end(), 0);
   for (int64_t i = 0; i + 1 < n; ++i) {
-    const int64_t z = static_cast<int64_t>(engine() % static_cast<uint64_t>(n - i));
+    const int64_t z =
+        static_cast<int64_t>(engine() % static_cast<uint64_t>(n - i));
     std::swap(perm[i], perm[z + i]);
   }
   return perm;

@@ -16,8 +16,8 @@ DeviceReport DiscoverDevices() {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
-    report.cuda_status = absl::StrCat("CUDA unavailable: ",
-                                      cudaGetErrorString(err));
+    report.cuda_status =
+        absl::StrCat("CUDA unavailable: ", cudaGetErrorString(err));
     cudaGetLastError();  // clear the sticky error
   } else {
     report.cuda_status = "ok";
@@ -43,8 +43,8 @@ DeviceReport DiscoverDevices() {
 std::string NcclVersionString(int version) {
   if (version <= 0) return "not built with NCCL";
   // NCCL >= 2.9 encodes major*10000 + minor*100 + patch.
-  return absl::StrCat("NCCL ", version / 10000, ".", (version / 100) % 100,
-                      ".", version % 100);
+  return absl::StrCat("NCCL ", version / 10000, ".", (version / 100) % 100, ".",
+                      version % 100);
 }
 
 }  // namespace gradsync

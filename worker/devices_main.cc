@@ -12,6 +12,7 @@ int main() {
     std::printf("  cuda:%d %s, %.1f GiB\n", d.index(), d.name().c_str(),
                 d.memory_bytes() / double(1 << 30));
   }
-  std::printf("nccl: %s\n", gradsync::NcclVersionString(r.nccl_version).c_str());
+  std::printf("nccl: %s\n",
+              gradsync::NcclVersionString(r.nccl_version).c_str());
   return 0;
 }

@@ -15,9 +15,9 @@
 namespace gradsync::cli {
 
 struct CliOptions {
-  bool json = false;        // machine-readable output
-  double timeout_s = 10;    // deadline of unary calls
-  bool live = false;        // redraw the watch block in place (a terminal)
+  bool json = false;      // machine-readable output
+  double timeout_s = 10;  // deadline of unary calls
+  bool live = false;      // redraw the watch block in place (a terminal)
 };
 
 class Cli {

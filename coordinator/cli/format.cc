@@ -35,8 +35,7 @@ std::string Table(const std::vector<std::vector<std::string>>& rows) {
 
 std::string LastAccuracy(const v1::Job& job) {
   if (job.metrics().eval_size() == 0) return "-";
-  const v1::EvalMetrics& e =
-      job.metrics().eval(job.metrics().eval_size() - 1);
+  const v1::EvalMetrics& e = job.metrics().eval(job.metrics().eval_size() - 1);
   return absl::StrFormat("%.2f%%", 100 * e.accuracy());
 }
 
@@ -79,8 +78,7 @@ std::string ProgressBar(double fraction, int width) {
 
 std::string FormatJobTable(const std::vector<v1::Job>& jobs, int64_t now_ms) {
   std::vector<std::vector<std::string>> rows = {
-      {"ID", "NAME", "STATE", "WORKERS", "MODEL", "EPOCHS", "AGE",
-       "ACCURACY"}};
+      {"ID", "NAME", "STATE", "WORKERS", "MODEL", "EPOCHS", "AGE", "ACCURACY"}};
   for (const v1::Job& job : jobs) {
     rows.push_back({job.id(), job.spec().name(), StateName(job.state()),
                     absl::StrCat(job.world_size(), "/",
@@ -131,11 +129,11 @@ std::string FormatJobDetail(const v1::Job& job, int64_t now_ms) {
   absl::StrAppend(&out, "Job:        ", job.id(), " (", spec.name(), ")\n");
   absl::StrAppend(&out, "State:      ", StateName(job.state()), " - ",
                   job.message(), "\n");
-  absl::StrAppend(&out, "Model:      ", spec.model(), ", ", spec.epochs(),
-                  " epoch(s), batch ", spec.batch_size(), " per rank, ",
-                  spec.optimizer().type() == v1::OPTIMIZER_TYPE_SGD ? "sgd"
-                                                                    : "adam",
-                  " lr ", spec.optimizer().learning_rate(), "\n");
+  absl::StrAppend(
+      &out, "Model:      ", spec.model(), ", ", spec.epochs(),
+      " epoch(s), batch ", spec.batch_size(), " per rank, ",
+      spec.optimizer().type() == v1::OPTIMIZER_TYPE_SGD ? "sgd" : "adam",
+      " lr ", spec.optimizer().learning_rate(), "\n");
   absl::StrAppend(&out, "Data:       ", spec.dataset().path(), " split ",
                   spec.dataset().split(), " (", job.train_samples(),
                   " samples)");
@@ -159,14 +157,15 @@ std::string FormatJobDetail(const v1::Job& job, int64_t now_ms) {
   const std::vector<std::string> lines = FormatRankLines(job, job.metrics());
   if (!lines.empty()) {
     absl::StrAppend(&out, "Progress:\n");
-    for (const std::string& line : lines) absl::StrAppend(&out, "  ", line, "\n");
+    for (const std::string& line : lines)
+      absl::StrAppend(&out, "  ", line, "\n");
   }
   for (const v1::EvalMetrics& e : job.metrics().eval()) {
     absl::StrAppend(&out,
                     absl::StrFormat("Eval:       epoch %d accuracy %.2f%% "
                                     "loss %.4f over %d samples\n",
-                                    e.epoch() + 1, 100 * e.accuracy(),
-                                    e.loss(), e.samples()));
+                                    e.epoch() + 1, 100 * e.accuracy(), e.loss(),
+                                    e.samples()));
   }
   absl::StrAppend(&out, "History:\n");
   for (const v1::Transition& t : job.transitions()) {
@@ -189,8 +188,7 @@ std::string FormatWorkerTable(const std::vector<v1::WorkerInfo>& workers,
     rows.push_back(
         {w.worker_id(), w.host(), WorkerStateName(w.state()),
          w.job_id().empty() ? "-" : w.job_id(),
-         w.rank() >= 0 ? absl::StrCat(w.rank()) : "-",
-         absl::StrCat(w.step()),
+         w.rank() >= 0 ? absl::StrCat(w.rank()) : "-", absl::StrCat(w.step()),
          FormatDuration(now_ms - w.last_heartbeat_unix_ms()) + " ago",
          devices.empty() ? "cpu" : absl::StrJoin(devices, ",")});
   }

@@ -21,8 +21,8 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
     std::stringstream text;
     text << in.rdbuf();
     google::protobuf::util::JsonParseOptions options;
-    auto status = google::protobuf::util::JsonStringToMessage(text.str(),
-                                                              &spec, options);
+    auto status =
+        google::protobuf::util::JsonStringToMessage(text.str(), &spec, options);
     if (!status.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "job file ", f.file, " is not a valid JobSpec: ", status.ToString()));
@@ -49,7 +49,8 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
   }
   if (f.lr) spec.mutable_optimizer()->set_learning_rate(*f.lr);
   if (f.momentum) spec.mutable_optimizer()->set_momentum(*f.momentum);
-  if (f.weight_decay) spec.mutable_optimizer()->set_weight_decay(*f.weight_decay);
+  if (f.weight_decay)
+    spec.mutable_optimizer()->set_weight_decay(*f.weight_decay);
   if (f.seed) spec.set_seed(*f.seed);
   if (f.no_shuffle) spec.set_shuffle(false);
   if (f.drop_last) spec.set_drop_last(true);
@@ -75,7 +76,8 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
           "--backend must be auto, gloo or nccl (got ", *f.backend, ")"));
     }
   }
-  if (f.checkpoint_dir) spec.mutable_checkpoint()->set_directory(*f.checkpoint_dir);
+  if (f.checkpoint_dir)
+    spec.mutable_checkpoint()->set_directory(*f.checkpoint_dir);
   if (f.checkpoint_interval) {
     spec.mutable_checkpoint()->set_interval_steps(*f.checkpoint_interval);
   }

@@ -14,8 +14,8 @@ namespace gradsync::cli {
 // Flags of `gradsync submit`; unset optionals leave the file's value.
 struct JobFlags {
   std::string file;
-  std::optional<std::string> name, dataset, split, eval_split, model,
-      optimizer, augmentation, backend, checkpoint_dir;
+  std::optional<std::string> name, dataset, split, eval_split, model, optimizer,
+      augmentation, backend, checkpoint_dir;
   std::optional<int> epochs, batch_size, loader_threads, prefetch_depth,
       workers, min_workers, max_workers, channels;
   std::optional<double> lr, momentum, weight_decay;

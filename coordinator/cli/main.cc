@@ -1,10 +1,9 @@
 // gradsync: the command-line client of the coordinator's JobService.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 
 #include "coordinator/cli/commands.h"
 #include "gradsync/config.h"
@@ -44,8 +43,7 @@ int main(int argc, char** argv) {
   submit->add_flag("--drop-last", f.drop_last, "drop the uneven tail");
   submit->add_option("--loader-threads", f.loader_threads, "loader threads");
   submit->add_option("--prefetch", f.prefetch_depth, "batches per thread");
-  submit->add_option("--augmentation", f.augmentation,
-                     "none|affine|crop_flip");
+  submit->add_option("--augmentation", f.augmentation, "none|affine|crop_flip");
   submit->add_option("--workers,-n", f.workers, "exact world size");
   submit->add_option("--min-workers", f.min_workers, "smallest world size");
   submit->add_option("--max-workers", f.max_workers, "largest world size");

@@ -13,9 +13,9 @@ std::vector<std::string> WatchView::Apply(const v1::JobEvent& event) {
   }
   switch (event.event_case()) {
     case v1::JobEvent::kJob: {
-      const bool changed = !have_job_ || event.job().state() != job_.state() ||
-                           event.job().transitions_size() !=
-                               job_.transitions_size();
+      const bool changed =
+          !have_job_ || event.job().state() != job_.state() ||
+          event.job().transitions_size() != job_.transitions_size();
       job_ = event.job();
       have_job_ = true;
       if (changed) {

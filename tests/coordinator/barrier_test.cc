@@ -28,7 +28,8 @@ TEST(BarrierTest, TimeoutNamesMissingRanks) {
   std::thread r1([&] {
     (void)barriers.Arrive("b", 1, absl::Now() + absl::Milliseconds(50));
   });
-  absl::Status s = barriers.Arrive("b", 0, absl::Now() + absl::Milliseconds(50));
+  absl::Status s =
+      barriers.Arrive("b", 0, absl::Now() + absl::Milliseconds(50));
   r1.join();
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
   // Rank 1 may or may not have arrived before rank 0's deadline; 2 and 3

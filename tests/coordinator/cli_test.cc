@@ -50,7 +50,8 @@ TEST_F(CliTest, SubmitStatusListCancel) {
   r = Run([](cli::Cli& c) { return c.List(0); }, /*json=*/true);
   EXPECT_NE(r.out.find("\"state\":\"JOB_STATE_PENDING\""), std::string::npos)
       << r.out;
-  r = Run([](cli::Cli& c) { return c.Cancel("job-000001", "no longer needed"); });
+  r = Run(
+      [](cli::Cli& c) { return c.Cancel("job-000001", "no longer needed"); });
   ASSERT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("CANCELLED: cancelled by user: no longer needed"),
             std::string::npos)
@@ -83,7 +84,8 @@ TEST_F(CliTest, JobFileWithFlagOverrides) {
   const std::string dir = UniqueTempDir("jobfile");
   const std::string file = dir + "/job.json";
   std::ofstream(file) << R"({"name": "from-file", "model": "mlp",
-      "dataset": {"path": ")" << cluster_.dataset()
+      "dataset": {"path": ")"
+                      << cluster_.dataset()
                       << R"("}, "batch_size": 8, "epochs": 3,
       "world_size": {"max_workers": 1}, "optimizer": {"type": "OPTIMIZER_TYPE_SGD",
       "momentum": 0.9}})";

@@ -47,7 +47,8 @@ TEST(EventLogTest, CloseEndsReaders) {
 
 TEST(EventLogTest, SlowReaderSkipsToOldestKept) {
   EventLog log;
-  for (size_t i = 0; i < EventLog::kCapacity + 10; ++i) log.Append(StepEvent(i));
+  for (size_t i = 0; i < EventLog::kCapacity + 10; ++i)
+    log.Append(StepEvent(i));
   EventLog::Batch b = log.Read(0, absl::Now());
   ASSERT_EQ(b.events.size(), EventLog::kCapacity);
   EXPECT_EQ(b.events[0].step().step(), 10);

@@ -93,7 +93,8 @@ TEST(JobSpecTest, OtherFields) {
   ExpectInvalid(spec, "dataset.channels");
   spec = ValidSpec();
   spec.mutable_world_size()->set_max_workers(9);
-  EXPECT_EQ(ValidateJobSpec(spec, 8).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateJobSpec(spec, 8).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

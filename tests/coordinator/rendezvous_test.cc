@@ -55,8 +55,8 @@ TEST_P(RendezvousTest, EachRankOnceStoreAndBarrier) {
   TestCluster c;
   std::vector<std::unique_ptr<SimWorker>> workers;
   for (int i = 0; i < world; ++i) {
-    workers.push_back(std::make_unique<SimWorker>(
-        c.workers(), i % 2 ? "host-b" : "host-a"));
+    workers.push_back(
+        std::make_unique<SimWorker>(c.workers(), i % 2 ? "host-b" : "host-a"));
   }
   // One extra idle worker must not be picked for a world of `world`.
   SimWorker spare(c.workers(), "host-c");
@@ -170,8 +170,7 @@ TEST(RendezvousTest, StaleAttemptAndUnknownJobAreRejected) {
   EXPECT_EQ(StoreSet(c, a, "k", "v").error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
   a.set_job_id("job-999999");
-  EXPECT_EQ(StoreSet(c, a, "k", "v").error_code(),
-            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(StoreSet(c, a, "k", "v").error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 TEST(RendezvousTest, CancelWakesBlockedStoreCalls) {

@@ -127,9 +127,9 @@ TEST(JobServiceTest, ShardsMatchTheSamplerAndMetricsAreAggregated) {
     o.rank = a->rank();
     o.epoch = 3;
     auto want = DistributedSamplerIndices(o);
-    EXPECT_EQ(std::vector<int64_t>(shard.indices().begin(),
-                                   shard.indices().end()),
-              *want);
+    EXPECT_EQ(
+        std::vector<int64_t>(shard.indices().begin(), shard.indices().end()),
+        *want);
     request.set_split(v1::SHARD_SPLIT_EVAL);
     ASSERT_TRUE(c.workers().GetShard(Ctx().get(), request, &shard).ok());
     EXPECT_EQ(shard.indices_size(), 3);  // 6 eval samples / 2, no padding
@@ -160,9 +160,9 @@ TEST(JobServiceTest, ShardsMatchTheSamplerAndMetricsAreAggregated) {
   ASSERT_EQ(now.metrics().eval_size(), 1);
 
   report.mutable_steps(0)->set_rank(7);
-  EXPECT_EQ(c.workers().ReportMetrics(Ctx().get(), report, &ignored)
-                .error_code(),
-            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(
+      c.workers().ReportMetrics(Ctx().get(), report, &ignored).error_code(),
+      grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 TEST(JobServiceTest, JobsSurviveACoordinatorRestart) {
@@ -192,7 +192,8 @@ TEST(JobServiceTest, JobsSurviveACoordinatorRestart) {
   EXPECT_EQ(list.jobs(0).id(), pending_id);  // newest first
   v1::Job done = restarted.Get(done_id);
   EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED);
-  EXPECT_EQ(done.transitions_size(), 4);  // PENDING RENDEZVOUS RUNNING SUCCEEDED
+  EXPECT_EQ(done.transitions_size(),
+            4);  // PENDING RENDEZVOUS RUNNING SUCCEEDED
   ASSERT_EQ(done.metrics().eval_size(), 1);
   EXPECT_DOUBLE_EQ(done.metrics().eval(0).accuracy(), 0.875);
   EXPECT_EQ(restarted.Get(pending_id).state(), v1::JOB_STATE_PENDING);

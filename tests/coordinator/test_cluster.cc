@@ -14,9 +14,9 @@ namespace fs = std::filesystem;
 
 std::string UniqueTempDir(const std::string& tag) {
   static std::atomic<int> counter{0};
-  fs::path dir = fs::temp_directory_path() /
-                 absl::StrCat("gradsync_", tag, "_", ::getpid(), "_",
-                              counter++);
+  fs::path dir =
+      fs::temp_directory_path() /
+      absl::StrCat("gradsync_", tag, "_", ::getpid(), "_", counter++);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();
@@ -25,9 +25,9 @@ std::string UniqueTempDir(const std::string& tag) {
 void MakeImageFolder(const std::string& dir, int train_per_class,
                      int test_per_class) {
   for (const char* cls : {"class_a", "class_b"}) {
-    for (auto [split, n] : {std::pair<const char*, int>{"train",
-                                                        train_per_class},
-                            {"test", test_per_class}}) {
+    for (auto [split, n] :
+         {std::pair<const char*, int>{"train", train_per_class},
+          {"test", test_per_class}}) {
       fs::path d = fs::path(dir) / split / cls;
       fs::create_directories(d);
       for (int i = 0; i < n; ++i) {
@@ -39,9 +39,9 @@ void MakeImageFolder(const std::string& dir, int train_per_class,
 
 std::unique_ptr<grpc::ClientContext> Ctx(double seconds) {
   auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() +
-                    std::chrono::milliseconds(
-                        static_cast<int64_t>(seconds * 1000)));
+  ctx->set_deadline(
+      std::chrono::system_clock::now() +
+      std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
   return ctx;
 }
 

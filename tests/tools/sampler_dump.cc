@@ -13,8 +13,8 @@ int main() {
     std::istringstream in(line);
     gradsync::SamplerOptions o;
     int shuffle = 1, drop_last = 0;
-    if (!(in >> o.dataset_size >> o.world_size >> o.rank >> o.seed >>
-          o.epoch >> shuffle >> drop_last)) {
+    if (!(in >> o.dataset_size >> o.world_size >> o.rank >> o.seed >> o.epoch >>
+          shuffle >> drop_last)) {
       std::cout << "ERROR malformed line\n";
       continue;
     }
