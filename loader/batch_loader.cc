@@ -1,0 +1,276 @@
+#include "loader/batch_loader.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+
+namespace gradsync {
+namespace {
+
+double MsSince(absl::Time t) { return absl::ToDoubleMilliseconds(absl::Now() - t); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BatchLoader>> BatchLoader::Create(
+    std::shared_ptr<const Dataset> dataset,
+    std::shared_ptr<const Transform> transform, LoaderOptions options) {
+  if (options.batch_size < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "loader: batch_size must be >= 1 (got ", options.batch_size, ")"));
+  }
+  if (options.threads < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "loader: threads must be >= 1 (got ", options.threads, ")"));
+  }
+  if (options.prefetch_depth < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "loader: prefetch_depth must be >= 1 (got ", options.prefetch_depth,
+        ")"));
+  }
+  if (dataset == nullptr || dataset->size() == 0) {
+    return absl::InvalidArgumentError("loader: the data set is empty");
+  }
+  std::unique_ptr<BatchLoader> loader(new BatchLoader(
+      std::move(dataset), std::move(transform), std::move(options)));
+  if (absl::Status s = loader->InferShape(); !s.ok()) return s;
+  const LoaderOptions& o = loader->options_;
+  if ((!o.mean.empty() && static_cast<int>(o.mean.size()) != o.channels) ||
+      o.mean.size() != o.std.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "loader: Normalize needs one mean and one std per channel (",
+        o.channels, " channels)"));
+  }
+  const bool pin = torch::cuda::is_available();
+  {
+    absl::MutexLock lock(&loader->mu_);
+    loader->slots_.resize(static_cast<size_t>(o.threads) * o.prefetch_depth);
+    for (Slot& slot : loader->slots_) {
+      slot.images = torch::empty({o.batch_size, o.channels, o.height, o.width},
+                                 torch::TensorOptions()
+                                     .dtype(torch::kFloat32)
+                                     .pinned_memory(pin));
+      slot.labels = torch::empty({o.batch_size}, torch::TensorOptions()
+                                                     .dtype(torch::kInt64)
+                                                     .pinned_memory(pin));
+    }
+  }
+  for (int t = 0; t < o.threads; ++t) {
+    loader->threads_.emplace_back([raw = loader.get()] { raw->WorkerLoop(); });
+  }
+  return loader;
+}
+
+BatchLoader::BatchLoader(std::shared_ptr<const Dataset> dataset,
+                         std::shared_ptr<const Transform> transform,
+                         LoaderOptions options)
+    : dataset_(std::move(dataset)),
+      transform_(std::move(transform)),
+      options_(std::move(options)) {}
+
+BatchLoader::~BatchLoader() { Stop(); }
+
+absl::Status BatchLoader::InferShape() {
+  if (options_.channels > 0 && options_.height > 0 && options_.width > 0) {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<cv::Mat> image = dataset_->Load(0);
+  if (!image.ok()) return image.status();
+  if (transform_ != nullptr) {
+    SampleRng rng(options_.seed, 0, 0);
+    if (absl::Status s = transform_->Apply(*image, rng); !s.ok()) return s;
+  }
+  if (options_.channels == 0) options_.channels = image->channels();
+  if (options_.height == 0) options_.height = image->rows;
+  if (options_.width == 0) options_.width = image->cols;
+  return absl::OkStatus();
+}
+
+void BatchLoader::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+int64_t BatchLoader::num_batches() const {
+  absl::MutexLock lock(&mu_);
+  return epoch_batches_;
+}
+
+int64_t BatchLoader::skipped_total() const {
+  absl::MutexLock lock(&mu_);
+  return skipped_total_;
+}
+
+absl::Status BatchLoader::StartEpoch(int64_t epoch,
+                                     std::vector<int64_t> indices) {
+  for (int64_t i : indices) {
+    if (i < 0 || i >= dataset_->size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "loader: sample index ", i, " outside the data set [0, ",
+          dataset_->size(), ")"));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  if (stop_) return absl::CancelledError("loader stopped");
+  // Abandon the previous epoch: hand out no more work and let the threads
+  // inside LoadInto finish writing into their slots.
+  active_ = false;
+  mu_.Await(absl::Condition(
+      +[](int* busy) { return *busy == 0; }, &busy_));
+  const int64_t n = static_cast<int64_t>(indices.size());
+  const int64_t b = options_.batch_size;
+  epoch_ = epoch;
+  indices_ = std::move(indices);
+  epoch_batches_ = options_.drop_last ? n / b : (n + b - 1) / b;
+  epoch_positions_ = options_.drop_last ? epoch_batches_ * b : n;
+  next_position_ = 0;
+  next_batch_ = 0;
+  released_ = 0;
+  for (Slot& slot : slots_) slot.batch = -1;
+  active_ = true;
+  return absl::OkStatus();
+}
+
+void BatchLoader::WorkerLoop() {
+  const int64_t ring = static_cast<int64_t>(slots_.size());
+  while (true) {
+    int64_t position, sample, epoch;
+    Slot* slot;
+    int row;
+    {
+      absl::MutexLock lock(&mu_);
+      auto has_work = [this, ring]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+        return stop_ || (active_ && next_position_ < epoch_positions_ &&
+                         BatchOf(next_position_) < released_ + ring);
+      };
+      mu_.Await(absl::Condition(&has_work));
+      if (stop_) return;
+      position = next_position_++;
+      const int64_t batch = BatchOf(position);
+      slot = &slots_[batch % ring];
+      row = static_cast<int>(position % options_.batch_size);
+      if (row == 0) {  // first sample of this batch: claim the slot
+        slot->batch = batch;
+        slot->size = static_cast<int>(std::min<int64_t>(
+            options_.batch_size, epoch_positions_ - batch * options_.batch_size));
+        slot->filled = 0;
+        slot->error = absl::OkStatus();
+        slot->error_position = -1;
+        slot->samples.assign(slot->size, -1);
+        slot->valid.assign(slot->size, 1);
+        slot->decode_ms = slot->transform_ms = 0;
+      }
+      sample = indices_[position];
+      slot->samples[row] = sample;
+      epoch = epoch_;
+      ++busy_;
+    }
+    double decode_ms = 0, transform_ms = 0;
+    absl::Status status =
+        LoadInto(epoch, position, sample, *slot, row, &decode_ms, &transform_ms);
+    absl::MutexLock lock(&mu_);
+    --busy_;
+    slot->decode_ms += decode_ms;
+    slot->transform_ms += transform_ms;
+    if (!status.ok()) {
+      slot->valid[row] = 0;
+      if (slot->error.ok() || position < slot->error_position) {
+        slot->error = status;
+        slot->error_position = position;
+      }
+    }
+    ++slot->filled;
+  }
+}
+
+absl::Status BatchLoader::LoadInto(int64_t epoch, int64_t position,
+                                   int64_t sample, Slot& slot, int row,
+                                   double* decode_ms, double* transform_ms) {
+  absl::Time t = absl::Now();
+  absl::StatusOr<cv::Mat> image = dataset_->Load(sample);
+  *decode_ms = MsSince(t);
+  if (!image.ok()) return image.status();
+  t = absl::Now();
+  if (transform_ != nullptr) {
+    SampleRng rng(options_.seed, epoch, position);
+    if (absl::Status s = transform_->Apply(*image, rng); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(dataset_->name(sample), ": ",
+                                                 s.message()));
+    }
+  }
+  if (image->channels() != options_.channels ||
+      image->rows != options_.height || image->cols != options_.width) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "image %s is %dx%dx%d after transforms, the batch holds %dx%dx%d "
+        "(add a Resize or set channels)",
+        dataset_->name(sample), image->rows, image->cols, image->channels(),
+        options_.height, options_.width, options_.channels));
+  }
+  const int64_t per_image =
+      int64_t{options_.channels} * options_.height * options_.width;
+  ToTensorInto(*image, options_.mean, options_.std,
+               slot.images.data_ptr<float>() + row * per_image);
+  slot.labels.data_ptr<int64_t>()[row] = dataset_->label(sample);
+  *transform_ms = MsSince(t);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> BatchLoader::Next(Batch* batch) {
+  const absl::Time start = absl::Now();
+  absl::MutexLock lock(&mu_);
+  if (stop_) return absl::CancelledError("loader stopped");
+  if (!active_) {
+    return absl::FailedPreconditionError("loader: call StartEpoch() first");
+  }
+  released_ = next_batch_;  // the previous batch's slot is free again
+  if (next_batch_ >= epoch_batches_) return false;
+  const int64_t want = next_batch_;
+  Slot& slot = slots_[want % slots_.size()];
+  auto ready = [this, &slot, want]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return stop_ || (slot.batch == want && slot.filled == slot.size);
+  };
+  if (!mu_.AwaitWithDeadline(absl::Condition(&ready),
+                             start + options_.batch_timeout)) {
+    return absl::DeadlineExceededError(absl::StrFormat(
+        "loader: batch %d not ready after %s: %d of %d samples loaded by %d "
+        "thread(s)",
+        want, absl::FormatDuration(options_.batch_timeout),
+        slot.batch == want ? slot.filled : 0, slot.size, options_.threads));
+  }
+  if (stop_) return absl::CancelledError("loader stopped");
+  if (!slot.error.ok() && !options_.skip_corrupt) return slot.error;
+
+  batch->index = want;
+  batch->samples.clear();
+  std::vector<int64_t> rows;
+  for (int r = 0; r < slot.size; ++r) {
+    if (slot.valid[r]) {
+      rows.push_back(r);
+      batch->samples.push_back(slot.samples[r]);
+    }
+  }
+  batch->skipped = slot.size - static_cast<int64_t>(rows.size());
+  skipped_total_ += batch->skipped;
+  if (batch->skipped == 0) {
+    batch->images = slot.images.narrow(0, 0, slot.size);
+    batch->labels = slot.labels.narrow(0, 0, slot.size);
+  } else {
+    const at::Tensor keep = torch::tensor(rows, torch::kInt64);
+    batch->images = slot.images.index_select(0, keep);
+    batch->labels = slot.labels.index_select(0, keep);
+  }
+  batch->decode_ms = slot.decode_ms;
+  batch->transform_ms = slot.transform_ms;
+  batch->wait_ms = MsSince(start);
+  ++next_batch_;
+  return true;
+}
+
+}  // namespace gradsync

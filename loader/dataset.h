@@ -1,0 +1,50 @@
+// Dataset: random access to labelled images. ImageFolderDataset is
+// torchvision's ImageFolder (classes = sorted sub-folders, samples sorted by
+// path) decoded with OpenCV.
+//
+// Implementations are immutable after construction; Load() is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+#include "absl/status/statusor.h"
+#include "loader/image_folder_index.h"
+
+namespace gradsync {
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual int64_t size() const = 0;
+  virtual int64_t label(int64_t index) const = 0;
+  // Names the sample in errors (its file path for image folders).
+  virtual std::string name(int64_t index) const = 0;
+  // The decoded 8-bit HWC image (RGB or grayscale). Errors name the sample.
+  virtual absl::StatusOr<cv::Mat> Load(int64_t index) const = 0;
+};
+
+class ImageFolderDataset : public Dataset {
+ public:
+  // `channels`: 0 as stored, 1 grayscale, 3 RGB. Errors as ScanImageFolder.
+  static absl::StatusOr<std::unique_ptr<ImageFolderDataset>> Open(
+      const std::string& root, int channels);
+
+  int64_t size() const override { return index_.samples.size(); }
+  int64_t label(int64_t i) const override { return index_.samples[i].label; }
+  std::string name(int64_t i) const override { return index_.samples[i].path; }
+  absl::StatusOr<cv::Mat> Load(int64_t index) const override;
+  const std::vector<std::string>& classes() const { return index_.classes; }
+
+ private:
+  ImageFolderDataset(ImageFolderIndex index, int channels)
+      : index_(std::move(index)), channels_(channels) {}
+  const ImageFolderIndex index_;
+  const int channels_;
+};
+
+}  // namespace gradsync

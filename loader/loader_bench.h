@@ -1,0 +1,48 @@
+// The loader benchmark of the seeds' exercise (lfw_dataset.py), in C++:
+// time `batches_to_check` batches of `batch_size` through RandomAffine +
+// ToTensor, `repetitions` times, report mean and std; optionally sweep the
+// number of loader threads and write a CSV and an error-bar plot, and save
+// a grid of one augmented batch. Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace gradsync {
+
+struct LoaderBenchOptions {
+  std::string path;                 // image folder (LFW layout or a split)
+  int batch_size = 512;
+  std::vector<int> workers = {1};   // loader thread counts to time
+  int batches_to_check = 100;       // at most this many batches per run
+  bool get_timing = false;
+  int repetitions = 5;
+  std::string visualize_batch;      // PNG path of a batch grid; empty = none
+  std::string csv;                  // sweep results; empty = none
+  std::string plot;                 // error-bar PNG; empty = none
+  std::string augmentation = "affine";
+  int channels = 0;
+  int prefetch_depth = 2;
+  uint64_t seed = 0;
+};
+
+struct LoaderTiming {
+  int workers = 0;
+  double mean_s = 0, std_s = 0;  // per run of batches_to_check batches
+  int64_t images = 0;            // per run
+  double images_per_s = 0;       // images / mean_s
+};
+
+absl::StatusOr<std::vector<LoaderTiming>> RunLoaderBench(
+    const LoaderBenchOptions& options, std::ostream& out);
+
+// Bare OpenCV decode rate (cv::imdecode of file bytes, one thread, no
+// transform) over the first `max_images` files: the ceiling per thread.
+absl::StatusOr<double> DecodeImagesPerSecond(const std::string& path,
+                                             int max_images, int channels);
+
+}  // namespace gradsync

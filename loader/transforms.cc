@@ -1,0 +1,215 @@
+#include "loader/transforms.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include <opencv2/imgproc.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace gradsync {
+
+std::array<double, 6> InverseAffineMatrix(double cx, double cy,
+                                          const AffineParams& p) {
+  // Inverse of T(t) * C * R(angle) * S(scale) * C^-1 (no shear).
+  const double rot = p.angle * M_PI / 180.0;
+  const double a = std::cos(rot), b = -std::sin(rot);
+  const double c = std::sin(rot), d = std::cos(rot);
+  std::array<double, 6> m = {d / p.scale,  -b / p.scale, 0.0,
+                             -c / p.scale, a / p.scale,  0.0};
+  const double tx = p.translate_x, ty = p.translate_y;
+  m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
+  m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
+  m[2] += cx;
+  m[5] += cy;
+  return m;
+}
+
+namespace {
+
+// PIL's coordinate truncation: towards zero, but any negative is outside.
+inline int Coord(double v) { return v < 0 ? -1 : static_cast<int>(v); }
+
+// 16.16 fixed point, rounded half up, as PIL's fast affine path.
+inline int64_t Fix(double v) {
+  return static_cast<int64_t>(std::floor(v * 65536.0 + 0.5));
+}
+
+inline int64_t FloorShift16(int64_t v) {
+  return v >= 0 ? v >> 16 : -((-v + 65535) >> 16);
+}
+
+}  // namespace
+
+cv::Mat AffineNearest(const cv::Mat& image, const AffineParams& p) {
+  const int h = image.rows, w = image.cols;
+  const size_t pixel = image.elemSize();
+  const std::array<double, 6> m = InverseAffineMatrix(w * 0.5, h * 0.5, p);
+  cv::Mat out(h, w, image.type(), cv::Scalar::all(0));
+  auto copy = [&](uint8_t* dst, int x, int ix, int iy) {
+    if (ix < 0 || ix >= w || iy < 0 || iy >= h) return;  // keep the fill
+    std::memcpy(dst + x * pixel, image.ptr<uint8_t>(iy) + ix * pixel, pixel);
+  };
+  // Pillow's Image.transform(AFFINE, NEAREST), which torchvision calls for
+  // PIL images, samples output pixel centres (x + 0.5, y + 0.5) through one
+  // of three paths; each is reproduced so the outputs agree pixel for pixel.
+  if (m[1] == 0 && m[3] == 0) {
+    // Pure scaling: double-precision accumulation per axis.
+    std::vector<int> xin(w);
+    double xo = m[2] + m[0] * 0.5;
+    for (int x = 0; x < w; ++x, xo += m[0]) xin[x] = Coord(xo);
+    double yo = m[5] + m[4] * 0.5;
+    for (int y = 0; y < h; ++y, yo += m[4]) {
+      uint8_t* dst = out.ptr<uint8_t>(y);
+      const int iy = Coord(yo);
+      for (int x = 0; x < w; ++x) copy(dst, x, xin[x], iy);
+    }
+    return out;
+  }
+  auto fits_fixed = [&](int sx, int sy) {
+    return std::fabs(sx * m[0] + sy * m[1] + m[2]) < 32768.0 &&
+           std::fabs(sx * m[3] + sy * m[4] + m[5]) < 32768.0;
+  };
+  if (fits_fixed(w, h)) {
+    const int64_t a0 = Fix(m[0]), a1 = Fix(m[1]), a3 = Fix(m[3]),
+                  a4 = Fix(m[4]);
+    int64_t a2 = Fix(m[2] + m[0] * 0.5 + m[1] * 0.5);
+    int64_t a5 = Fix(m[5] + m[3] * 0.5 + m[4] * 0.5);
+    for (int y = 0; y < h; ++y, a2 += a1, a5 += a4) {
+      uint8_t* dst = out.ptr<uint8_t>(y);
+      int64_t xx = a2, yy = a5;
+      for (int x = 0; x < w; ++x, xx += a0, yy += a3) {
+        copy(dst, x, static_cast<int>(FloorShift16(xx)),
+             static_cast<int>(FloorShift16(yy)));
+      }
+    }
+    return out;
+  }
+  double xo = m[2] + m[0] * 0.5 + m[1] * 0.5;
+  double yo = m[5] + m[3] * 0.5 + m[4] * 0.5;
+  for (int y = 0; y < h; ++y, xo += m[1], yo += m[4]) {
+    uint8_t* dst = out.ptr<uint8_t>(y);
+    double xx = xo, yy = yo;
+    for (int x = 0; x < w; ++x, xx += m[0], yy += m[3]) {
+      copy(dst, x, Coord(xx), Coord(yy));
+    }
+  }
+  return out;
+}
+
+AffineParams RandomAffine::SampleParams(SampleRng& rng, int width,
+                                        int height) const {
+  AffineParams p;
+  p.angle = rng.Uniform(-degrees_, degrees_);
+  const double max_dx = translate_x_ * width, max_dy = translate_y_ * height;
+  // Python's round() rounds half to even, as nearbyint does by default.
+  p.translate_x = static_cast<int>(std::nearbyint(rng.Uniform(-max_dx, max_dx)));
+  p.translate_y = static_cast<int>(std::nearbyint(rng.Uniform(-max_dy, max_dy)));
+  p.scale = rng.Uniform(scale_min_, scale_max_);
+  return p;
+}
+
+std::string RandomAffine::Describe() const {
+  return absl::StrFormat("RandomAffine(degrees=%g, translate=(%g, %g), "
+                         "scale=(%g, %g))",
+                         degrees_, translate_x_, translate_y_, scale_min_,
+                         scale_max_);
+}
+
+absl::Status RandomAffine::Apply(cv::Mat& image, SampleRng& rng) const {
+  image = AffineNearest(image, SampleParams(rng, image.cols, image.rows));
+  return absl::OkStatus();
+}
+
+std::string RandomCrop::Describe() const {
+  return absl::StrFormat("RandomCrop(size=(%d, %d), padding=%d)", height_,
+                         width_, padding_);
+}
+
+absl::Status RandomCrop::Apply(cv::Mat& image, SampleRng& rng) const {
+  cv::Mat padded = image;
+  if (padding_ > 0) {
+    cv::copyMakeBorder(image, padded, padding_, padding_, padding_, padding_,
+                       cv::BORDER_CONSTANT, cv::Scalar::all(0));
+  }
+  if (padded.rows < height_ || padded.cols < width_) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "RandomCrop: crop %dx%d is larger than the padded image %dx%d",
+        height_, width_, padded.rows, padded.cols));
+  }
+  const int top = static_cast<int>(rng.UniformInt(0, padded.rows - height_));
+  const int left = static_cast<int>(rng.UniformInt(0, padded.cols - width_));
+  image = padded(cv::Rect(left, top, width_, height_)).clone();
+  return absl::OkStatus();
+}
+
+std::string RandomHorizontalFlip::Describe() const {
+  return absl::StrFormat("RandomHorizontalFlip(p=%g)", p_);
+}
+
+absl::Status RandomHorizontalFlip::Apply(cv::Mat& image,
+                                         SampleRng& rng) const {
+  if (rng.Bernoulli(p_)) cv::flip(image, image, 1);
+  return absl::OkStatus();
+}
+
+std::string Resize::Describe() const {
+  return absl::StrFormat("Resize(%d, %d)", height_, width_);
+}
+
+absl::Status Resize::Apply(cv::Mat& image, SampleRng&) const {
+  if (image.rows != height_ || image.cols != width_) {
+    cv::resize(image, image, cv::Size(width_, height_), 0, 0,
+               cv::INTER_LINEAR);
+  }
+  return absl::OkStatus();
+}
+
+std::string Compose::Describe() const {
+  std::vector<std::string> parts;
+  for (const auto& t : transforms_) parts.push_back(t->Describe());
+  return absl::StrCat("Compose(", absl::StrJoin(parts, ", "), ")");
+}
+
+absl::Status Compose::Apply(cv::Mat& image, SampleRng& rng) const {
+  for (const auto& t : transforms_) {
+    if (absl::Status s = t->Apply(image, rng); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+void ToTensorInto(const cv::Mat& image, const std::vector<float>& mean,
+                  const std::vector<float>& std, float* out) {
+  const int h = image.rows, w = image.cols, c = image.channels();
+  const size_t plane = static_cast<size_t>(h) * w;
+  for (int ch = 0; ch < c; ++ch) {
+    const float m = mean.empty() ? 0.f : mean[ch];
+    const float inv = (std.empty() ? 1.f : 1.f / std[ch]) / 255.f;
+    const float offset = -m * (std.empty() ? 1.f : 1.f / std[ch]);
+    float* dst = out + ch * plane;
+    for (int y = 0; y < h; ++y) {
+      const uint8_t* src = image.ptr<uint8_t>(y) + ch;
+      for (int x = 0; x < w; ++x) dst[y * w + x] = src[x * c] * inv + offset;
+    }
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Compose>> MakeAugmentation(
+    const std::string& preset, int height, int width) {
+  std::vector<std::unique_ptr<Transform>> t;
+  if (preset == "affine") {
+    t.push_back(std::make_unique<RandomAffine>(5, 0.1, 0.1, 0.5, 2.0));
+  } else if (preset == "crop_flip") {
+    t.push_back(std::make_unique<RandomCrop>(height, width, 4));
+    t.push_back(std::make_unique<RandomHorizontalFlip>(0.5));
+  } else if (preset != "none" && !preset.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown augmentation '", preset, "' (none, affine, crop_flip)"));
+  }
+  return std::make_unique<Compose>(std::move(t));
+}
+
+}  // namespace gradsync

@@ -1,0 +1,35 @@
+// affine_dump: reads lines "IN.png OUT.png ANGLE TX TY SCALE" from stdin and
+// writes OUT.png = gradsync's AffineNearest (RandomAffine's warp) of IN.png
+// with those fixed parameters. Used by tests/parity/transform_parity.py.
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "loader/image_decoder.h"
+#include "loader/transforms.h"
+
+int main() {
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::istringstream in(line);
+    std::string src, dst;
+    gradsync::AffineParams p;
+    if (!(in >> src >> dst >> p.angle >> p.translate_x >> p.translate_y >>
+          p.scale)) {
+      std::cerr << "malformed line: " << line << "\n";
+      return 2;
+    }
+    auto image = gradsync::DecodeImageFile(src, 0);
+    if (!image.ok()) {
+      std::cerr << image.status() << "\n";
+      return 1;
+    }
+    cv::Mat out = gradsync::AffineNearest(*image, p);
+    if (out.channels() == 3) cv::cvtColor(out, out, cv::COLOR_RGB2BGR);
+    if (!cv::imwrite(dst, out)) return 1;
+  }
+  return 0;
+}
