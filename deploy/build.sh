@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 bash deploy/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "$@"
 cmake --build build -j"$(nproc)"
-echo "build: binaries in build/coordinator (gradsync-coordinator) and build/coordinator/cli (gradsync)"
+echo "build: programs are in build/bin"

@@ -49,7 +49,8 @@ absl::StatusOr<std::unique_ptr<BatchLoader>> BatchLoader::Create(
     absl::MutexLock lock(&loader->mu_);
     loader->slots_.resize(static_cast<size_t>(o.threads) * o.prefetch_depth);
     for (Slot& slot : loader->slots_) {
-      slot.images = torch::empty({o.batch_size, o.channels, o.height, o.width},
+      // zeros, not empty: touch the pages now rather than in the first epoch.
+      slot.images = torch::zeros({o.batch_size, o.channels, o.height, o.width},
                                  torch::TensorOptions()
                                      .dtype(torch::kFloat32)
                                      .pinned_memory(pin));
@@ -198,25 +199,30 @@ absl::Status BatchLoader::LoadInto(int64_t epoch, int64_t position,
   *decode_ms = MsSince(t);
   if (!image.ok()) return image.status();
   t = absl::Now();
-  if (transform_ != nullptr) {
-    SampleRng rng(options_.seed, epoch, position);
-    if (absl::Status s = transform_->Apply(*image, rng); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat(dataset_->name(sample), ": ",
-                                                 s.message()));
-    }
-  }
-  if (image->channels() != options_.channels ||
-      image->rows != options_.height || image->cols != options_.width) {
+  const cv::Vec3i in(image->rows, image->cols, image->channels());
+  const cv::Vec3i shape = transform_ ? transform_->OutputShape(in) : in;
+  if (shape[2] != options_.channels || shape[0] != options_.height ||
+      shape[1] != options_.width) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "image %s is %dx%dx%d after transforms, the batch holds %dx%dx%d "
         "(add a Resize or set channels)",
-        dataset_->name(sample), image->rows, image->cols, image->channels(),
-        options_.height, options_.width, options_.channels));
+        dataset_->name(sample), shape[0], shape[1], shape[2], options_.height,
+        options_.width, options_.channels));
   }
   const int64_t per_image =
       int64_t{options_.channels} * options_.height * options_.width;
-  ToTensorInto(*image, options_.mean, options_.std,
-               slot.images.data_ptr<float>() + row * per_image);
+  float* out = slot.images.data_ptr<float>() + row * per_image;
+  if (transform_ != nullptr) {
+    SampleRng rng(options_.seed, epoch, position);
+    if (absl::Status s = transform_->ApplyToTensor(*image, rng, options_.mean,
+                                                   options_.std, out);
+        !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(dataset_->name(sample), ": ",
+                                                 s.message()));
+    }
+  } else {
+    ToTensorInto(*image, options_.mean, options_.std, out);
+  }
   slot.labels.data_ptr<int64_t>()[row] = dataset_->label(sample);
   *transform_ms = MsSince(t);
   return absl::OkStatus();

@@ -1,7 +1,6 @@
 #include "loader/image_decoder.h"
 
 #include <fstream>
-#include <sstream>
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -13,16 +12,17 @@ namespace gradsync {
 
 absl::StatusOr<cv::Mat> DecodeImageFile(const std::string& path,
                                         int channels) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) {
     return absl::NotFoundError(absl::StrCat("cannot open image ", path));
   }
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (in.bad()) {
+  const std::streamoff size = in.tellg();
+  std::string bytes(size > 0 ? static_cast<size_t>(size) : 0, '\0');
+  in.seekg(0);
+  if (size < 0 || !in.read(bytes.data(), size)) {
     return absl::DataLossError(absl::StrCat("cannot read image ", path));
   }
-  return DecodeImageBytes(bytes.str(), channels, path);
+  return DecodeImageBytes(bytes, channels, path);
 }
 
 absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes,

@@ -40,8 +40,9 @@ struct LoaderTiming {
 absl::StatusOr<std::vector<LoaderTiming>> RunLoaderBench(
     const LoaderBenchOptions& options, std::ostream& out);
 
-// Bare OpenCV decode rate (cv::imdecode of file bytes, one thread, no
-// transform) over the first `max_images` files: the ceiling per thread.
+// Bare OpenCV decode rate over the first `max_images` files: cv::imdecode of
+// bytes already in memory, one thread, no colour conversion, no transform.
+// The ceiling of one loader thread.
 absl::StatusOr<double> DecodeImagesPerSecond(const std::string& path,
                                              int max_images, int channels);
 

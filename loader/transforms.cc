@@ -42,20 +42,21 @@ inline int64_t FloorShift16(int64_t v) {
   return v >= 0 ? v >> 16 : -((-v + 65535) >> 16);
 }
 
-}  // namespace
-
-cv::Mat AffineNearest(const cv::Mat& image, const AffineParams& p) {
+// Calls sink(x, y, src) for every output pixel, with src the input pixel it
+// samples or nullptr outside the input. Pillow's Image.transform(AFFINE,
+// NEAREST), which torchvision calls for PIL images, samples output pixel
+// centres (x + 0.5, y + 0.5) through one of three paths; each is reproduced
+// so the outputs agree pixel for pixel.
+template <typename Sink>
+void ForEachAffineSample(const cv::Mat& image, const AffineParams& p,
+                         Sink&& sink) {
   const int h = image.rows, w = image.cols;
   const size_t pixel = image.elemSize();
   const std::array<double, 6> m = InverseAffineMatrix(w * 0.5, h * 0.5, p);
-  cv::Mat out(h, w, image.type(), cv::Scalar::all(0));
-  auto copy = [&](uint8_t* dst, int x, int ix, int iy) {
-    if (ix < 0 || ix >= w || iy < 0 || iy >= h) return;  // keep the fill
-    std::memcpy(dst + x * pixel, image.ptr<uint8_t>(iy) + ix * pixel, pixel);
+  auto at = [&](int ix, int iy) -> const uint8_t* {
+    if (ix < 0 || ix >= w || iy < 0 || iy >= h) return nullptr;
+    return image.ptr<uint8_t>(iy) + ix * pixel;
   };
-  // Pillow's Image.transform(AFFINE, NEAREST), which torchvision calls for
-  // PIL images, samples output pixel centres (x + 0.5, y + 0.5) through one
-  // of three paths; each is reproduced so the outputs agree pixel for pixel.
   if (m[1] == 0 && m[3] == 0) {
     // Pure scaling: double-precision accumulation per axis.
     std::vector<int> xin(w);
@@ -63,11 +64,10 @@ cv::Mat AffineNearest(const cv::Mat& image, const AffineParams& p) {
     for (int x = 0; x < w; ++x, xo += m[0]) xin[x] = Coord(xo);
     double yo = m[5] + m[4] * 0.5;
     for (int y = 0; y < h; ++y, yo += m[4]) {
-      uint8_t* dst = out.ptr<uint8_t>(y);
       const int iy = Coord(yo);
-      for (int x = 0; x < w; ++x) copy(dst, x, xin[x], iy);
+      for (int x = 0; x < w; ++x) sink(x, y, at(xin[x], iy));
     }
-    return out;
+    return;
   }
   auto fits_fixed = [&](int sx, int sy) {
     return std::fabs(sx * m[0] + sy * m[1] + m[2]) < 32768.0 &&
@@ -79,25 +79,92 @@ cv::Mat AffineNearest(const cv::Mat& image, const AffineParams& p) {
     int64_t a2 = Fix(m[2] + m[0] * 0.5 + m[1] * 0.5);
     int64_t a5 = Fix(m[5] + m[3] * 0.5 + m[4] * 0.5);
     for (int y = 0; y < h; ++y, a2 += a1, a5 += a4) {
-      uint8_t* dst = out.ptr<uint8_t>(y);
       int64_t xx = a2, yy = a5;
       for (int x = 0; x < w; ++x, xx += a0, yy += a3) {
-        copy(dst, x, static_cast<int>(FloorShift16(xx)),
-             static_cast<int>(FloorShift16(yy)));
+        sink(x, y,
+             at(static_cast<int>(FloorShift16(xx)),
+                static_cast<int>(FloorShift16(yy))));
       }
     }
-    return out;
+    return;
   }
   double xo = m[2] + m[0] * 0.5 + m[1] * 0.5;
   double yo = m[5] + m[3] * 0.5 + m[4] * 0.5;
   for (int y = 0; y < h; ++y, xo += m[1], yo += m[4]) {
-    uint8_t* dst = out.ptr<uint8_t>(y);
     double xx = xo, yy = yo;
     for (int x = 0; x < w; ++x, xx += m[0], yy += m[3]) {
-      copy(dst, x, Coord(xx), Coord(yy));
+      sink(x, y, at(Coord(xx), Coord(yy)));
     }
   }
+}
+
+// Per-channel ToTensor/Normalize as value * scale + offset.
+struct TensorScale {
+  float scale[4], offset[4];
+  TensorScale(int channels, const std::vector<float>& mean,
+              const std::vector<float>& std) {
+    for (int c = 0; c < channels; ++c) {
+      const float inv_std = std.empty() ? 1.f : 1.f / std[c];
+      scale[c] = inv_std / 255.f;
+      offset[c] = mean.empty() ? 0.f : -mean[c] * inv_std;
+    }
+  }
+};
+
+}  // namespace
+
+cv::Mat AffineNearest(const cv::Mat& image, const AffineParams& p) {
+  cv::Mat out(image.rows, image.cols, image.type(), cv::Scalar::all(0));
+  const size_t pixel = image.elemSize();
+  ForEachAffineSample(image, p, [&](int x, int y, const uint8_t* src) {
+    if (src != nullptr) std::memcpy(out.ptr<uint8_t>(y) + x * pixel, src, pixel);
+  });
   return out;
+}
+
+namespace {
+
+// The fused warp for a compile-time channel count: a 256-entry lookup table
+// per channel replaces the int-to-float conversion and multiply-add.
+template <int C>
+void AffineToTensorImpl(const cv::Mat& image, const AffineParams& p,
+                        const TensorScale& t, float* out) {
+  const int w = image.cols;
+  const size_t plane = static_cast<size_t>(image.rows) * w;
+  float lut[C][256];
+  for (int ch = 0; ch < C; ++ch) {
+    for (int v = 0; v < 256; ++v) lut[ch][v] = v * t.scale[ch] + t.offset[ch];
+  }
+  ForEachAffineSample(image, p, [&](int x, int y, const uint8_t* src) {
+    float* dst = out + static_cast<size_t>(y) * w + x;
+    for (int ch = 0; ch < C; ++ch) {
+      dst[ch * plane] = lut[ch][src != nullptr ? src[ch] : 0];
+    }
+  });
+}
+
+}  // namespace
+
+void AffineNearestToTensor(const cv::Mat& image, const AffineParams& p,
+                           const std::vector<float>& mean,
+                           const std::vector<float>& std, float* out) {
+  const TensorScale t(image.channels(), mean, std);
+  switch (image.channels()) {
+    case 1:
+      return AffineToTensorImpl<1>(image, p, t, out);
+    case 3:
+      return AffineToTensorImpl<3>(image, p, t, out);
+    default: {
+      const int c = image.channels(), w = image.cols;
+      const size_t plane = static_cast<size_t>(image.rows) * w;
+      ForEachAffineSample(image, p, [&](int x, int y, const uint8_t* src) {
+        float* dst = out + static_cast<size_t>(y) * w + x;
+        for (int ch = 0; ch < c; ++ch, dst += plane) {
+          *dst = (src != nullptr ? src[ch] * t.scale[ch] : 0.f) + t.offset[ch];
+        }
+      });
+    }
+  }
 }
 
 AffineParams RandomAffine::SampleParams(SampleRng& rng, int width,
@@ -121,6 +188,15 @@ std::string RandomAffine::Describe() const {
 
 absl::Status RandomAffine::Apply(cv::Mat& image, SampleRng& rng) const {
   image = AffineNearest(image, SampleParams(rng, image.cols, image.rows));
+  return absl::OkStatus();
+}
+
+absl::Status RandomAffine::ApplyToTensor(cv::Mat& image, SampleRng& rng,
+                                         const std::vector<float>& mean,
+                                         const std::vector<float>& std,
+                                         float* out) const {
+  AffineNearestToTensor(image, SampleParams(rng, image.cols, image.rows), mean,
+                        std, out);
   return absl::OkStatus();
 }
 
@@ -181,18 +257,47 @@ absl::Status Compose::Apply(cv::Mat& image, SampleRng& rng) const {
   return absl::OkStatus();
 }
 
+absl::Status Transform::ApplyToTensor(cv::Mat& image, SampleRng& rng,
+                                      const std::vector<float>& mean,
+                                      const std::vector<float>& std,
+                                      float* out) const {
+  if (absl::Status s = Apply(image, rng); !s.ok()) return s;
+  ToTensorInto(image, mean, std, out);
+  return absl::OkStatus();
+}
+
+absl::Status Compose::ApplyToTensor(cv::Mat& image, SampleRng& rng,
+                                    const std::vector<float>& mean,
+                                    const std::vector<float>& std,
+                                    float* out) const {
+  if (transforms_.empty()) {
+    ToTensorInto(image, mean, std, out);
+    return absl::OkStatus();
+  }
+  for (size_t i = 0; i + 1 < transforms_.size(); ++i) {
+    if (absl::Status s = transforms_[i]->Apply(image, rng); !s.ok()) return s;
+  }
+  return transforms_.back()->ApplyToTensor(image, rng, mean, std, out);
+}
+
+cv::Vec3i Compose::OutputShape(const cv::Vec3i& in) const {
+  cv::Vec3i shape = in;
+  for (const auto& t : transforms_) shape = t->OutputShape(shape);
+  return shape;
+}
+
 void ToTensorInto(const cv::Mat& image, const std::vector<float>& mean,
                   const std::vector<float>& std, float* out) {
   const int h = image.rows, w = image.cols, c = image.channels();
   const size_t plane = static_cast<size_t>(h) * w;
+  const TensorScale t(c, mean, std);
   for (int ch = 0; ch < c; ++ch) {
-    const float m = mean.empty() ? 0.f : mean[ch];
-    const float inv = (std.empty() ? 1.f : 1.f / std[ch]) / 255.f;
-    const float offset = -m * (std.empty() ? 1.f : 1.f / std[ch]);
     float* dst = out + ch * plane;
     for (int y = 0; y < h; ++y) {
       const uint8_t* src = image.ptr<uint8_t>(y) + ch;
-      for (int x = 0; x < w; ++x) dst[y * w + x] = src[x * c] * inv + offset;
+      for (int x = 0; x < w; ++x) {
+        dst[y * w + x] = src[x * c] * t.scale[ch] + t.offset[ch];
+      }
     }
   }
 }

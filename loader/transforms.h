@@ -30,6 +30,16 @@ class Transform {
   virtual std::string Describe() const = 0;
   // Replaces `image` by its transformed version.
   virtual absl::Status Apply(cv::Mat& image, SampleRng& rng) const = 0;
+  // Apply, then ToTensor/Normalize into `out` (C x H x W floats of the
+  // transformed image's shape, checked by the caller through OutputShape).
+  // Transforms that can fuse the two (RandomAffine samples straight into
+  // the tensor) override it; the result is the same.
+  virtual absl::Status ApplyToTensor(cv::Mat& image, SampleRng& rng,
+                                     const std::vector<float>& mean,
+                                     const std::vector<float>& std,
+                                     float* out) const;
+  // The shape (rows, cols, channels) Apply would produce for `in`.
+  virtual cv::Vec3i OutputShape(const cv::Vec3i& in) const { return in; }
 };
 
 struct AffineParams {
@@ -46,6 +56,11 @@ std::array<double, 6> InverseAffineMatrix(double cx, double cy,
 // torchvision.transforms.functional.affine on a PIL image with NEAREST
 // interpolation and fill 0.
 cv::Mat AffineNearest(const cv::Mat& image, const AffineParams& p);
+// The same warp written straight into a C x H x W float tensor with
+// ToTensor/Normalize applied (no intermediate image).
+void AffineNearestToTensor(const cv::Mat& image, const AffineParams& p,
+                           const std::vector<float>& mean,
+                           const std::vector<float>& std, float* out);
 
 class RandomAffine : public Transform {
  public:
@@ -59,6 +74,10 @@ class RandomAffine : public Transform {
   AffineParams SampleParams(SampleRng& rng, int width, int height) const;
   std::string Describe() const override;
   absl::Status Apply(cv::Mat& image, SampleRng& rng) const override;
+  absl::Status ApplyToTensor(cv::Mat& image, SampleRng& rng,
+                             const std::vector<float>& mean,
+                             const std::vector<float>& std,
+                             float* out) const override;
 
  private:
   double degrees_, translate_x_, translate_y_, scale_min_, scale_max_;
@@ -70,6 +89,9 @@ class RandomCrop : public Transform {
       : height_(height), width_(width), padding_(padding) {}
   std::string Describe() const override;
   absl::Status Apply(cv::Mat& image, SampleRng& rng) const override;
+  cv::Vec3i OutputShape(const cv::Vec3i& in) const override {
+    return {height_, width_, in[2]};
+  }
 
  private:
   int height_, width_, padding_;
@@ -90,6 +112,9 @@ class Resize : public Transform {
   Resize(int height, int width) : height_(height), width_(width) {}
   std::string Describe() const override;
   absl::Status Apply(cv::Mat& image, SampleRng& rng) const override;
+  cv::Vec3i OutputShape(const cv::Vec3i& in) const override {
+    return {height_, width_, in[2]};
+  }
 
  private:
   int height_, width_;
@@ -102,6 +127,12 @@ class Compose : public Transform {
       : transforms_(std::move(transforms)) {}
   std::string Describe() const override;
   absl::Status Apply(cv::Mat& image, SampleRng& rng) const override;
+  // All but the last step, then the last step's (possibly fused) version.
+  absl::Status ApplyToTensor(cv::Mat& image, SampleRng& rng,
+                             const std::vector<float>& mean,
+                             const std::vector<float>& std,
+                             float* out) const override;
+  cv::Vec3i OutputShape(const cv::Vec3i& in) const override;
   bool empty() const { return transforms_.empty(); }
 
  private:

@@ -1,5 +1,12 @@
-// gradsync: the command-line client of the coordinator's JobService.
+// gradsync: the command-line client of the coordinator's JobService, and
+// the entry point of the data tools (`gradsync data`, `gradsync loader-bench`).
+#include <limits.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
@@ -8,7 +15,39 @@
 #include "coordinator/cli/commands.h"
 #include "gradsync/config.h"
 
+namespace {
+
+// `gradsync data ...` and `gradsync loader-bench ...` run the data tools
+// program installed beside this one (they link OpenCV and LibTorch, which
+// the control-plane CLI does not need).
+int RunDataTool(int argc, char** argv) {
+  std::string self(PATH_MAX, '\0');
+  const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
+  std::string tool = "gradsync-data";
+  if (n > 0) {
+    self.resize(n);
+    const std::string beside = self.substr(0, self.rfind('/') + 1) + tool;
+    if (access(beside.c_str(), X_OK) == 0) tool = beside;
+  }
+  std::vector<char*> args = {tool.data()};
+  // "data fetch ..." -> "fetch ..."; "loader-bench ..." stays.
+  for (int i = std::string(argv[1]) == "data" ? 2 : 1; i < argc; ++i) {
+    args.push_back(argv[i]);
+  }
+  args.push_back(nullptr);
+  execvp(args[0], args.data());
+  std::cerr << "gradsync: cannot run " << tool << ": " << std::strerror(errno)
+            << "\n";
+  return 127;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (argc > 1 && (std::string(argv[1]) == "data" ||
+                   std::string(argv[1]) == "loader-bench")) {
+    return RunDataTool(argc, argv);
+  }
   CLI::App app{"gradsync: submit and watch distributed training jobs"};
   app.set_version_flag("--version", GRADSYNC_VERSION);
   app.require_subcommand(1);

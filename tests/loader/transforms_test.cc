@@ -123,3 +123,28 @@ TEST(PresetTest, KnownAndUnknown) {
 
 }  // namespace
 }  // namespace gradsync
+
+namespace gradsync {
+namespace {
+
+TEST(FusedAffineTest, EqualsWarpThenToTensor) {
+  cv::Mat img(37, 29, CV_8UC3);
+  cv::randu(img, 0, 255);
+  const std::vector<float> mean = {0.5f, 0.4f, 0.3f}, std = {0.2f, 0.3f, 0.4f};
+  for (double angle : {0.0, 4.5, 90.0}) {
+    AffineParams p;
+    p.angle = angle;
+    p.translate_x = 3;
+    p.translate_y = -2;
+    p.scale = 1.3;
+    std::vector<float> fused(3 * 37 * 29), plain(3 * 37 * 29);
+    AffineNearestToTensor(img, p, mean, std, fused.data());
+    ToTensorInto(AffineNearest(img, p), mean, std, plain.data());
+    for (size_t i = 0; i < fused.size(); ++i) {
+      ASSERT_FLOAT_EQ(fused[i], plain[i]) << "angle " << angle << " at " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gradsync
