@@ -211,6 +211,11 @@ TEST(JobServiceTest, WatchStreamsStateChangesAndMetrics) {
   request.set_job_id(job.id());
   auto ctx = Ctx(30);
   auto reader = c.jobs().WatchJob(ctx.get(), request);
+  // The first event is the snapshot: once it arrived, the watch is
+  // subscribed and sees every later event.
+  v1::JobEvent event;
+  ASSERT_TRUE(reader->Read(&event));
+  ASSERT_TRUE(event.has_job());
   v1::Assignment a = w.AwaitAssignment();
   v1::ReportMetricsRequest report;
   report.set_worker_id(w.id());
@@ -223,7 +228,6 @@ TEST(JobServiceTest, WatchStreamsStateChangesAndMetrics) {
 
   std::vector<v1::JobState> states;
   int steps = 0;
-  v1::JobEvent event;
   while (reader->Read(&event)) {
     if (event.has_job()) states.push_back(event.job().state());
     if (event.has_step()) ++steps;
