@@ -30,7 +30,7 @@ double TickStep(double range, int ticks) {
 cv::Mat ErrorBarPlot(const std::vector<ErrorBarSeries>& series,
                      const std::string& title, const std::string& x_label,
                      const std::string& y_label) {
-  const int W = 900, H = 600, left = 90, right = 30, top = 60, bottom = 70;
+  const int W = 900, H = 620, left = 90, right = 30, top = 80, bottom = 70;
   cv::Mat img(H, W, CV_8UC3, cv::Scalar(255, 255, 255));
   double x0 = 1e300, x1 = -1e300, y1 = 0;
   for (const auto& s : series) {
