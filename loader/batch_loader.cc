@@ -11,7 +11,9 @@
 namespace gradsync {
 namespace {
 
-double MsSince(absl::Time t) { return absl::ToDoubleMilliseconds(absl::Now() - t); }
+double MsSince(absl::Time t) {
+  return absl::ToDoubleMilliseconds(absl::Now() - t);
+}
 
 }  // namespace
 
@@ -27,9 +29,9 @@ absl::StatusOr<std::unique_ptr<BatchLoader>> BatchLoader::Create(
         "loader: threads must be >= 1 (got ", options.threads, ")"));
   }
   if (options.prefetch_depth < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "loader: prefetch_depth must be >= 1 (got ", options.prefetch_depth,
-        ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("loader: prefetch_depth must be >= 1 (got ",
+                     options.prefetch_depth, ")"));
   }
   if (dataset == nullptr || dataset->size() == 0) {
     return absl::InvalidArgumentError("loader: the data set is empty");
@@ -50,13 +52,12 @@ absl::StatusOr<std::unique_ptr<BatchLoader>> BatchLoader::Create(
     loader->slots_.resize(static_cast<size_t>(o.threads) * o.prefetch_depth);
     for (Slot& slot : loader->slots_) {
       // zeros, not empty: touch the pages now rather than in the first epoch.
-      slot.images = torch::zeros({o.batch_size, o.channels, o.height, o.width},
-                                 torch::TensorOptions()
-                                     .dtype(torch::kFloat32)
-                                     .pinned_memory(pin));
-      slot.labels = torch::empty({o.batch_size}, torch::TensorOptions()
-                                                     .dtype(torch::kInt64)
-                                                     .pinned_memory(pin));
+      slot.images = torch::zeros(
+          {o.batch_size, o.channels, o.height, o.width},
+          torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(pin));
+      slot.labels = torch::empty(
+          {o.batch_size},
+          torch::TensorOptions().dtype(torch::kInt64).pinned_memory(pin));
     }
   }
   for (int t = 0; t < o.threads; ++t) {
@@ -113,9 +114,9 @@ absl::Status BatchLoader::StartEpoch(int64_t epoch,
                                      std::vector<int64_t> indices) {
   for (int64_t i : indices) {
     if (i < 0 || i >= dataset_->size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "loader: sample index ", i, " outside the data set [0, ",
-          dataset_->size(), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("loader: sample index ", i, " outside the data set [0, ",
+                       dataset_->size(), ")"));
     }
   }
   absl::MutexLock lock(&mu_);
@@ -159,8 +160,9 @@ void BatchLoader::WorkerLoop() {
       row = static_cast<int>(position % options_.batch_size);
       if (row == 0) {  // first sample of this batch: claim the slot
         slot->batch = batch;
-        slot->size = static_cast<int>(std::min<int64_t>(
-            options_.batch_size, epoch_positions_ - batch * options_.batch_size));
+        slot->size = static_cast<int>(
+            std::min<int64_t>(options_.batch_size,
+                              epoch_positions_ - batch * options_.batch_size));
         slot->filled = 0;
         slot->error = absl::OkStatus();
         slot->error_position = -1;
@@ -174,8 +176,8 @@ void BatchLoader::WorkerLoop() {
       ++busy_;
     }
     double decode_ms = 0, transform_ms = 0;
-    absl::Status status =
-        LoadInto(epoch, position, sample, *slot, row, &decode_ms, &transform_ms);
+    absl::Status status = LoadInto(epoch, position, sample, *slot, row,
+                                   &decode_ms, &transform_ms);
     absl::MutexLock lock(&mu_);
     --busy_;
     slot->decode_ms += decode_ms;
@@ -217,8 +219,8 @@ absl::Status BatchLoader::LoadInto(int64_t epoch, int64_t position,
     if (absl::Status s = transform_->ApplyToTensor(*image, rng, options_.mean,
                                                    options_.std, out);
         !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat(dataset_->name(sample), ": ",
-                                                 s.message()));
+      return absl::Status(
+          s.code(), absl::StrCat(dataset_->name(sample), ": ", s.message()));
     }
   } else {
     ToTensorInto(*image, options_.mean, options_.std, out);

@@ -48,14 +48,14 @@ struct LoaderOptions {
 };
 
 struct Batch {
-  int64_t index = 0;           // batch number within the epoch
-  at::Tensor images;           // [B, C, H, W] float32
-  at::Tensor labels;           // [B] int64
+  int64_t index = 0;             // batch number within the epoch
+  at::Tensor images;             // [B, C, H, W] float32
+  at::Tensor labels;             // [B] int64
   std::vector<int64_t> samples;  // data set indices, in batch order
-  int64_t skipped = 0;         // corrupt samples left out of this batch
-  double wait_ms = 0;          // consumer time blocked in Next()
-  double decode_ms = 0;        // summed over the batch's samples
-  double transform_ms = 0;     // summed over the batch's samples
+  int64_t skipped = 0;           // corrupt samples left out of this batch
+  double wait_ms = 0;            // consumer time blocked in Next()
+  double decode_ms = 0;          // summed over the batch's samples
+  double transform_ms = 0;       // summed over the batch's samples
 };
 
 class BatchLoader {
@@ -121,9 +121,9 @@ class BatchLoader {
   int64_t epoch_batches_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t epoch_positions_ ABSL_GUARDED_BY(mu_) = 0;  // positions to load
   int64_t next_position_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t next_batch_ ABSL_GUARDED_BY(mu_) = 0;   // the consumer's next
-  int64_t released_ ABSL_GUARDED_BY(mu_) = 0;     // batches whose slots are free
-  int busy_ ABSL_GUARDED_BY(mu_) = 0;             // threads inside LoadInto
+  int64_t next_batch_ ABSL_GUARDED_BY(mu_) = 0;  // the consumer's next
+  int64_t released_ ABSL_GUARDED_BY(mu_) = 0;    // batches whose slots are free
+  int busy_ ABSL_GUARDED_BY(mu_) = 0;            // threads inside LoadInto
   int64_t skipped_total_ ABSL_GUARDED_BY(mu_) = 0;
   bool active_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

@@ -6,12 +6,12 @@
 //       [-num_workers 4] [-batches_to_check 100] [-get_timing]
 //       [-visualize_batch] [--sweep 1,2,4 --out-dir DIR]
 //   gradsync-data decode-bench DIR [--images 2000]
+#include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
   CLI::App* make_lfw =
       app.add_subcommand("make-lfw", "generate an LFW-shaped data set");
   make_lfw->add_option("dir", lfw.dir, "target directory")->required();
-  make_lfw->add_option("--seed", lfw.seed, "generator seed")->capture_default_str();
+  make_lfw->add_option("--seed", lfw.seed, "generator seed")
+      ->capture_default_str();
   make_lfw->add_option("--people", lfw.people)->capture_default_str();
   make_lfw->add_option("--images", lfw.images)->capture_default_str();
   make_lfw->add_option("--threads", lfw.threads, "0 = all cores");
@@ -75,7 +76,8 @@ int main(int argc, char** argv) {
   lb->add_flag("--get_timing", bench.get_timing, "time 5 repetitions");
   lb->add_option("--repetitions", bench.repetitions)->capture_default_str();
   lb->add_flag("--visualize_batch", visualize, "write batch.png");
-  lb->add_option("--sweep", sweep, "thread counts, e.g. 1,2,4 (implies timing)");
+  lb->add_option("--sweep", sweep,
+                 "thread counts, e.g. 1,2,4 (implies timing)");
   lb->add_option("--out-dir", out_dir, "where PNG/CSV files go")
       ->capture_default_str();
   lb->add_option("--augmentation", bench.augmentation)->capture_default_str();
@@ -83,8 +85,8 @@ int main(int argc, char** argv) {
 
   std::string decode_dir;
   int decode_images = 2000;
-  CLI::App* db = app.add_subcommand("decode-bench",
-                                    "bare OpenCV decode rate, one thread");
+  CLI::App* db =
+      app.add_subcommand("decode-bench", "bare OpenCV decode rate, one thread");
   db->add_option("dir", decode_dir, "image folder")->required();
   db->add_option("--images", decode_images)->capture_default_str();
 
@@ -125,6 +127,14 @@ int main(int argc, char** argv) {
       bench.plot = out_dir + "/loader_timing.png";
     }
     if (visualize) bench.visualize_batch = out_dir + "/batch.png";
+    if (visualize || !sweep.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(out_dir, ec);
+      if (ec) {
+        return Fail(absl::FailedPreconditionError(
+            "cannot create --out-dir " + out_dir + ": " + ec.message()));
+      }
+    }
     auto r = gradsync::RunLoaderBench(bench, std::cout);
     return r.ok() ? 0 : Fail(r.status());
   }

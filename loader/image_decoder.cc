@@ -1,7 +1,6 @@
 #include "loader/image_decoder.h"
 
 #include <fstream>
-
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -10,8 +9,7 @@
 
 namespace gradsync {
 
-absl::StatusOr<cv::Mat> DecodeImageFile(const std::string& path,
-                                        int channels) {
+absl::StatusOr<cv::Mat> DecodeImageFile(const std::string& path, int channels) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) {
     return absl::NotFoundError(absl::StrCat("cannot open image ", path));
@@ -25,11 +23,11 @@ absl::StatusOr<cv::Mat> DecodeImageFile(const std::string& path,
   return DecodeImageBytes(bytes, channels, path);
 }
 
-absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes,
-                                         int channels,
+absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes, int channels,
                                          const std::string& path) {
   if (bytes.empty()) {
-    return absl::DataLossError(absl::StrCat("image ", path, " is empty (0 bytes)"));
+    return absl::DataLossError(
+        absl::StrCat("image ", path, " is empty (0 bytes)"));
   }
   if (channels != 0 && channels != 1 && channels != 3) {
     return absl::InvalidArgumentError(

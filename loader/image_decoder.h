@@ -4,9 +4,8 @@
 // Pure functions; thread-safe.
 #pragma once
 
-#include <string>
-
 #include <opencv2/core.hpp>
+#include <string>
 
 #include "absl/status/statusor.h"
 
@@ -18,8 +17,7 @@ namespace gradsync {
 absl::StatusOr<cv::Mat> DecodeImageFile(const std::string& path, int channels);
 
 // The same for bytes already in memory; `path` only names them in errors.
-absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes,
-                                         int channels,
+absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes, int channels,
                                          const std::string& path);
 
 }  // namespace gradsync

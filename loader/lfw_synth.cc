@@ -5,12 +5,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 #include <random>
 #include <set>
 #include <thread>
-
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -28,14 +27,13 @@ uint64_t Mix(uint64_t x) {
 }
 
 std::string Word(std::mt19937_64& rng, int syllables) {
-  static const char* const kOnset[] = {"b", "c", "d", "f", "g", "h", "j",
-                                       "k", "l", "m", "n", "p", "r", "s",
-                                       "t", "v", "w", "z", "br", "ch", "st",
-                                       "tr", "gr", "sh", "th", "cl"};
-  static const char* const kVowel[] = {"a", "e", "i", "o", "u", "ai", "ea",
-                                       "ie", "ou", "y"};
-  static const char* const kCoda[] = {"", "", "", "n", "r", "s", "l", "m",
-                                      "t", "nd", "rt", "ck"};
+  static const char* const kOnset[] = {
+      "b", "c", "d", "f", "g", "h",  "j",  "k",  "l",  "m",  "n",  "p",  "r",
+      "s", "t", "v", "w", "z", "br", "ch", "st", "tr", "gr", "sh", "th", "cl"};
+  static const char* const kVowel[] = {"a",  "e",  "i",  "o",  "u",
+                                       "ai", "ea", "ie", "ou", "y"};
+  static const char* const kCoda[] = {"",  "",  "",  "n",  "r",  "s",
+                                      "l", "m", "t", "nd", "rt", "ck"};
   std::string w;
   for (int s = 0; s < syllables; ++s) {
     w += kOnset[rng() % std::size(kOnset)];
@@ -113,8 +111,7 @@ cv::Mat DrawFace(uint64_t seed, int person, int n, int size) {
   }
   // Background clutter.
   for (int i = 0; i < 6; ++i) {
-    cv::rectangle(img,
-                  cv::Point(u(shot, 0, size), u(shot, 0, size)),
+    cv::rectangle(img, cv::Point(u(shot, 0, size), u(shot, 0, size)),
                   cv::Point(u(shot, 0, size), u(shot, 0, size)),
                   cv::Scalar(u(shot, 0, 255), u(shot, 0, 255), u(shot, 0, 255)),
                   cv::FILLED);
@@ -143,8 +140,8 @@ cv::Mat DrawFace(uint64_t seed, int person, int n, int size) {
     cv::line(img, cv::Point(eye.x - 10 * s, eye.y - 10 * s),
              cv::Point(eye.x + 10 * s, eye.y - 12 * s), hair, 3, cv::LINE_AA);
   }
-  cv::line(img, cv::Point(c.x, c.y - 4 * s), cv::Point(c.x - 5 * s, c.y + 16 * s),
-           skin * 0.7, 2, cv::LINE_AA);
+  cv::line(img, cv::Point(c.x, c.y - 4 * s),
+           cv::Point(c.x - 5 * s, c.y + 16 * s), skin * 0.7, 2, cv::LINE_AA);
   cv::ellipse(img, cv::Point(c.x, c.y + 32 * s), cv::Size(16 * s, 6 * s), tilt,
               0, 180, cv::Scalar(90, 40, 50), 3, cv::LINE_AA);
   // Lighting from one side, soft focus and sensor noise.
@@ -192,9 +189,8 @@ absl::Status MakeLfw(const LfwOptions& o, std::ostream& progress) {
     std::error_code ec;
     fs::create_directories(fs::path(o.dir) / names[p], ec);
     if (ec) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot create ", o.dir, "/", names[p], ": ",
-                       ec.message()));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot create ", o.dir, "/", names[p], ": ", ec.message()));
     }
     for (int n = 1; n <= counts[p]; ++n) jobs.push_back({p, n});
   }
@@ -203,8 +199,9 @@ absl::Status MakeLfw(const LfwOptions& o, std::ostream& progress) {
   std::atomic<bool> failed{false};
   std::string error;
   std::mutex error_mu;
-  const int threads =
-      o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  const int threads = o.threads > 0
+                          ? o.threads
+                          : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&] {
@@ -214,8 +211,9 @@ absl::Status MakeLfw(const LfwOptions& o, std::ostream& progress) {
         cv::Mat rgb = DrawFace(o.seed, j.person, j.n, o.size), bgr;
         cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
         cv::imencode(".jpg", bgr, buf, {cv::IMWRITE_JPEG_QUALITY, 90});
-        const fs::path path = fs::path(o.dir) / names[j.person] /
-                              absl::StrFormat("%s_%04d.jpg", names[j.person], j.n);
+        const fs::path path =
+            fs::path(o.dir) / names[j.person] /
+            absl::StrFormat("%s_%04d.jpg", names[j.person], j.n);
         std::ofstream out(path, std::ios::binary);
         out.write(reinterpret_cast<const char*>(buf.data()), buf.size());
         if (!out) {

@@ -10,11 +10,10 @@
 #pragma once
 
 #include <cstdint>
+#include <opencv2/core.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <opencv2/core.hpp>
 
 #include "absl/status/status.h"
 

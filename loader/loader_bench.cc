@@ -4,7 +4,6 @@
 #include <fstream>
 #include <iterator>
 #include <numeric>
-
 #include <opencv2/imgcodecs.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -29,9 +28,9 @@ absl::StatusOr<std::vector<LoaderTiming>> RunLoaderBench(
       MakeAugmentation(o.augmentation, first->rows, first->cols);
   if (!augment.ok()) return augment.status();
   std::shared_ptr<const Transform> transform = std::move(*augment);
-  out << absl::StrFormat("loader-bench: %s: %d images, %s + ToTensor, batch %d\n",
-                         o.path, dataset->size(), transform->Describe(),
-                         o.batch_size);
+  out << absl::StrFormat(
+      "loader-bench: %s: %d images, %s + ToTensor, batch %d\n", o.path,
+      dataset->size(), transform->Describe(), o.batch_size);
   std::vector<int64_t> all(dataset->size());
   std::iota(all.begin(), all.end(), 0);  // shuffle=False, as the exercise
 
@@ -95,6 +94,11 @@ absl::StatusOr<std::vector<LoaderTiming>> RunLoaderBench(
       csv << absl::StrFormat("%d,%.6f,%.6f,%d,%.1f\n", t.workers, t.mean_s,
                              t.std_s, t.images, t.images_per_s);
     }
+    csv.close();
+    if (!csv) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot write ", o.csv));
+    }
     out << "loader-bench: wrote " << o.csv << "\n";
   }
   if (!o.plot.empty() && !results.empty()) {
@@ -111,7 +115,8 @@ absl::StatusOr<std::vector<LoaderTiming>> RunLoaderBench(
                         o.batches_to_check, o.batch_size),
         "loader threads", "seconds (mean +- std)");
     if (!cv::imwrite(o.plot, plot)) {
-      return absl::FailedPreconditionError(absl::StrCat("cannot write ", o.plot));
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot write ", o.plot));
     }
     out << "loader-bench: wrote " << o.plot << "\n";
   }
@@ -122,8 +127,8 @@ absl::StatusOr<double> DecodeImagesPerSecond(const std::string& path,
                                              int max_images, int channels) {
   absl::StatusOr<ImageFolderIndex> index = ScanImageFolder(path);
   if (!index.ok()) return index.status();
-  const int64_t n =
-      std::min<int64_t>(max_images, static_cast<int64_t>(index->samples.size()));
+  const int64_t n = std::min<int64_t>(
+      max_images, static_cast<int64_t>(index->samples.size()));
   const int flags = channels == 1   ? cv::IMREAD_GRAYSCALE
                     : channels == 3 ? cv::IMREAD_COLOR
                                     : cv::IMREAD_ANYCOLOR;

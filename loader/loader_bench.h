@@ -15,15 +15,15 @@
 namespace gradsync {
 
 struct LoaderBenchOptions {
-  std::string path;                 // image folder (LFW layout or a split)
+  std::string path;  // image folder (LFW layout or a split)
   int batch_size = 512;
-  std::vector<int> workers = {1};   // loader thread counts to time
-  int batches_to_check = 100;       // at most this many batches per run
+  std::vector<int> workers = {1};  // loader thread counts to time
+  int batches_to_check = 100;      // at most this many batches per run
   bool get_timing = false;
   int repetitions = 5;
-  std::string visualize_batch;      // PNG path of a batch grid; empty = none
-  std::string csv;                  // sweep results; empty = none
-  std::string plot;                 // error-bar PNG; empty = none
+  std::string visualize_batch;  // PNG path of a batch grid; empty = none
+  std::string csv;              // sweep results; empty = none
+  std::string plot;             // error-bar PNG; empty = none
   std::string augmentation = "affine";
   int channels = 0;
   int prefetch_depth = 2;

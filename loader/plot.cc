@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-
 #include <opencv2/imgproc.hpp>
 
 #include "absl/strings/str_format.h"
@@ -12,8 +11,11 @@
 namespace gradsync {
 namespace {
 
-const cv::Scalar kColors[] = {{180, 119, 31}, {14, 127, 255}, {44, 160, 44},
-                              {40, 39, 214}, {189, 103, 148}};
+const cv::Scalar kColors[] = {{180, 119, 31},
+                              {14, 127, 255},
+                              {44, 160, 44},
+                              {40, 39, 214},
+                              {189, 103, 148}};
 
 // A "nice" tick step for a range: 1, 2 or 5 times a power of ten.
 double TickStep(double range, int ticks) {
@@ -58,8 +60,8 @@ cv::Mat ErrorBarPlot(const std::vector<ErrorBarSeries>& series,
   const double ys = TickStep(y1, 8);
   for (double y = 0; y <= y1; y += ys) {
     cv::line(img, {left, py(y)}, {W - right, py(y)}, grid, 1);
-    cv::putText(img, absl::StrFormat("%g", y), {8, py(y) + 5}, font, 0.5,
-                black, 1, cv::LINE_AA);
+    cv::putText(img, absl::StrFormat("%g", y), {8, py(y) + 5}, font, 0.5, black,
+                1, cv::LINE_AA);
   }
   const double xs = std::max(1.0, TickStep(x1 - x0, 10));
   for (double x = std::ceil(x0 / xs) * xs; x <= x1; x += xs) {
@@ -85,8 +87,8 @@ cv::Mat ErrorBarPlot(const std::vector<ErrorBarSeries>& series,
       cv::line(img, {x - 6, hi}, {x + 6, hi}, color, 2, cv::LINE_AA);
       cv::circle(img, {x, py(s.mean[i])}, 4, color, cv::FILLED, cv::LINE_AA);
       if (i > 0) {
-        cv::line(img, {px(s.x[i - 1]), py(s.mean[i - 1])},
-                 {x, py(s.mean[i])}, color, 2, cv::LINE_AA);
+        cv::line(img, {px(s.x[i - 1]), py(s.mean[i - 1])}, {x, py(s.mean[i])},
+                 color, 2, cv::LINE_AA);
       }
     }
     const int ly = top + 20 + 22 * static_cast<int>(k);
@@ -114,7 +116,8 @@ cv::Mat BatchGrid(const at::Tensor& images, int count, int columns) {
     cv::Mat bgr;
     cv::cvtColor(tile, bgr, c == 1 ? cv::COLOR_GRAY2BGR : cv::COLOR_RGB2BGR);
     const int r = i / columns, col = i % columns;
-    bgr.copyTo(grid(cv::Rect(gap + col * (w + gap), gap + r * (h + gap), w, h)));
+    bgr.copyTo(
+        grid(cv::Rect(gap + col * (w + gap), gap + r * (h + gap), w, h)));
   }
   return grid;
 }

@@ -4,10 +4,9 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <opencv2/core.hpp>
 #include <string>
 #include <vector>
-
-#include <opencv2/core.hpp>
 
 namespace gradsync {
 

@@ -2,9 +2,8 @@
 
 #include <cmath>
 #include <cstring>
-#include <vector>
-
 #include <opencv2/imgproc.hpp>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -117,7 +116,8 @@ cv::Mat AffineNearest(const cv::Mat& image, const AffineParams& p) {
   cv::Mat out(image.rows, image.cols, image.type(), cv::Scalar::all(0));
   const size_t pixel = image.elemSize();
   ForEachAffineSample(image, p, [&](int x, int y, const uint8_t* src) {
-    if (src != nullptr) std::memcpy(out.ptr<uint8_t>(y) + x * pixel, src, pixel);
+    if (src != nullptr)
+      std::memcpy(out.ptr<uint8_t>(y) + x * pixel, src, pixel);
   });
   return out;
 }
@@ -173,17 +173,19 @@ AffineParams RandomAffine::SampleParams(SampleRng& rng, int width,
   p.angle = rng.Uniform(-degrees_, degrees_);
   const double max_dx = translate_x_ * width, max_dy = translate_y_ * height;
   // Python's round() rounds half to even, as nearbyint does by default.
-  p.translate_x = static_cast<int>(std::nearbyint(rng.Uniform(-max_dx, max_dx)));
-  p.translate_y = static_cast<int>(std::nearbyint(rng.Uniform(-max_dy, max_dy)));
+  p.translate_x =
+      static_cast<int>(std::nearbyint(rng.Uniform(-max_dx, max_dx)));
+  p.translate_y =
+      static_cast<int>(std::nearbyint(rng.Uniform(-max_dy, max_dy)));
   p.scale = rng.Uniform(scale_min_, scale_max_);
   return p;
 }
 
 std::string RandomAffine::Describe() const {
-  return absl::StrFormat("RandomAffine(degrees=%g, translate=(%g, %g), "
-                         "scale=(%g, %g))",
-                         degrees_, translate_x_, translate_y_, scale_min_,
-                         scale_max_);
+  return absl::StrFormat(
+      "RandomAffine(degrees=%g, translate=(%g, %g), "
+      "scale=(%g, %g))",
+      degrees_, translate_x_, translate_y_, scale_min_, scale_max_);
 }
 
 absl::Status RandomAffine::Apply(cv::Mat& image, SampleRng& rng) const {
@@ -213,8 +215,8 @@ absl::Status RandomCrop::Apply(cv::Mat& image, SampleRng& rng) const {
   }
   if (padded.rows < height_ || padded.cols < width_) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "RandomCrop: crop %dx%d is larger than the padded image %dx%d",
-        height_, width_, padded.rows, padded.cols));
+        "RandomCrop: crop %dx%d is larger than the padded image %dx%d", height_,
+        width_, padded.rows, padded.cols));
   }
   const int top = static_cast<int>(rng.UniformInt(0, padded.rows - height_));
   const int left = static_cast<int>(rng.UniformInt(0, padded.cols - width_));
@@ -226,8 +228,7 @@ std::string RandomHorizontalFlip::Describe() const {
   return absl::StrFormat("RandomHorizontalFlip(p=%g)", p_);
 }
 
-absl::Status RandomHorizontalFlip::Apply(cv::Mat& image,
-                                         SampleRng& rng) const {
+absl::Status RandomHorizontalFlip::Apply(cv::Mat& image, SampleRng& rng) const {
   if (rng.Bernoulli(p_)) cv::flip(image, image, 1);
   return absl::OkStatus();
 }
@@ -238,8 +239,7 @@ std::string Resize::Describe() const {
 
 absl::Status Resize::Apply(cv::Mat& image, SampleRng&) const {
   if (image.rows != height_ || image.cols != width_) {
-    cv::resize(image, image, cv::Size(width_, height_), 0, 0,
-               cv::INTER_LINEAR);
+    cv::resize(image, image, cv::Size(width_, height_), 0, 0, cv::INTER_LINEAR);
   }
   return absl::OkStatus();
 }

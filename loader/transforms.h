@@ -13,10 +13,9 @@
 
 #include <array>
 #include <memory>
+#include <opencv2/core.hpp>
 #include <string>
 #include <vector>
-
-#include <opencv2/core.hpp>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

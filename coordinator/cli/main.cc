@@ -3,14 +3,13 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <cstdlib>
-#include <iostream>
 
 #include "coordinator/cli/commands.h"
 #include "gradsync/config.h"

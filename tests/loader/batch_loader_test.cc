@@ -31,11 +31,9 @@ class FakeDataset : public Dataset {
   std::set<int64_t> bad_;
 };
 
-std::unique_ptr<BatchLoader> MakeLoader(std::shared_ptr<const Dataset> data,
-                                        int threads, int batch,
-                                        std::shared_ptr<const Transform> t =
-                                            nullptr,
-                                        bool skip = false) {
+std::unique_ptr<BatchLoader> MakeLoader(
+    std::shared_ptr<const Dataset> data, int threads, int batch,
+    std::shared_ptr<const Transform> t = nullptr, bool skip = false) {
   LoaderOptions o;
   o.threads = threads;
   o.batch_size = batch;
@@ -68,7 +66,8 @@ TEST(BatchLoaderTest, EverySampleOnceInOrder) {
       ASSERT_TRUE(got.ok()) << got.status();
       if (!*got) break;
       EXPECT_EQ(b.index, expected_index++);
-      ASSERT_EQ(b.images.sizes(), (std::vector<int64_t>{b.images.size(0), 1, 8, 8}));
+      ASSERT_EQ(b.images.sizes(),
+                (std::vector<int64_t>{b.images.size(0), 1, 8, 8}));
       for (int64_t r = 0; r < b.images.size(0); ++r) {
         const int64_t sample = b.samples[r];
         seen.push_back(sample);

@@ -15,7 +15,8 @@ namespace fs = std::filesystem;
 
 TEST(FashionMnistTest, ParsesImagesAndDropsMalformedEntries) {
   std::string json = "{\"data\":[[";
-  for (int i = 0; i < 784; ++i) json += (i ? "," : "") + std::to_string(i % 256);
+  for (int i = 0; i < 784; ++i)
+    json += (i ? "," : "") + std::to_string(i % 256);
   json += "],[],[1,2,3],[";
   for (int i = 0; i < 784; ++i) json += (i ? ",7" : "7");
   json += "]]}";

@@ -4,7 +4,6 @@
 
 #include <filesystem>
 #include <fstream>
-
 #include <opencv2/imgcodecs.hpp>
 
 namespace gradsync {

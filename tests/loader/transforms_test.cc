@@ -32,8 +32,8 @@ TEST(AffineTest, TranslationShiftsAndFillsZero) {
   cv::Mat out = AffineNearest(img, p);
   // out(y, x) = img(y + 1, x - 2)
   EXPECT_EQ(out.at<cv::Vec3b>(3, 5), img.at<cv::Vec3b>(4, 3));
-  EXPECT_EQ(out.at<cv::Vec3b>(0, 0), cv::Vec3b(0, 0, 0));   // from x = -2
-  EXPECT_EQ(out.at<cv::Vec3b>(9, 9), cv::Vec3b(0, 0, 0));   // from y = 10
+  EXPECT_EQ(out.at<cv::Vec3b>(0, 0), cv::Vec3b(0, 0, 0));  // from x = -2
+  EXPECT_EQ(out.at<cv::Vec3b>(9, 9), cv::Vec3b(0, 0, 0));  // from y = 10
 }
 
 TEST(AffineTest, InverseMatrixMatchesTorchvisionFormula) {

@@ -2,11 +2,10 @@
 // writes OUT.png = gradsync's AffineNearest (RandomAffine's warp) of IN.png
 // with those fixed parameters. Used by tests/parity/transform_parity.py.
 #include <iostream>
-#include <sstream>
-#include <string>
-
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <sstream>
+#include <string>
 
 #include "loader/image_decoder.h"
 #include "loader/transforms.h"
