@@ -147,13 +147,16 @@ int Cli::Watch(const std::string& job_id) {
   WatchView view;
   size_t drawn = 0;  // lines of the live block currently on screen
   absl::Time last_draw = absl::InfinitePast();
+  bool dirty = false;  // events applied since the last draw
   auto draw = [&](bool force) {
+    if (!dirty) return;
     const absl::Time now = absl::Now();
     // Redraw at most 10 times a second in place, every 2 s otherwise.
     const absl::Duration period =
         options_.live ? absl::Milliseconds(100) : absl::Seconds(2);
     if (!force && now - last_draw < period) return;
     last_draw = now;
+    dirty = false;
     const std::vector<std::string> block = view.Block();
     if (options_.live) {
       for (size_t i = 0; i < drawn; ++i) out_ << "\x1b[1A\x1b[2K";
@@ -171,6 +174,7 @@ int Cli::Watch(const std::string& job_id) {
       continue;
     }
     std::vector<std::string> log = view.Apply(event);
+    dirty = true;
     if (!log.empty() && options_.live) {
       for (size_t i = 0; i < drawn; ++i) out_ << "\x1b[1A\x1b[2K";
       drawn = 0;
