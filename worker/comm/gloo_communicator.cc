@@ -1,0 +1,220 @@
+// The gloo backend of Communicator: libgloo's TCP transport, full mesh,
+// rendezvous through a gradsync Store. gloo reports failures by throwing;
+// they are caught here and turned into Status values.
+#include <gloo/allgatherv.h>
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <numeric>
+#include <stdexcept>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "worker/comm/communicator.h"
+
+namespace gradsync {
+namespace {
+
+std::chrono::milliseconds Millis(absl::Duration d) {
+  return std::chrono::milliseconds(absl::ToInt64Milliseconds(d));
+}
+
+// gloo::rendezvous::Store over a gradsync Store; failures throw, as gloo
+// expects.
+class GlooStore : public gloo::rendezvous::Store {
+ public:
+  GlooStore(std::shared_ptr<gradsync::Store> store, absl::Duration timeout)
+      : store_(std::move(store)), timeout_(timeout) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    Check(store_->Set(key, std::string(data.begin(), data.end())));
+  }
+  std::vector<char> get(const std::string& key) override {
+    absl::StatusOr<std::string> v = store_->Get(key, timeout_);
+    Check(v.status());
+    return std::vector<char>(v->begin(), v->end());
+  }
+  void wait(const std::vector<std::string>& keys) override {
+    Check(store_->Wait(keys, timeout_));
+  }
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override {
+    Check(store_->Wait(keys, absl::FromChrono(timeout)));
+  }
+
+ private:
+  static void Check(const absl::Status& s) {
+    if (!s.ok()) throw std::runtime_error(std::string(s.message()));
+  }
+  std::shared_ptr<gradsync::Store> store_;
+  const absl::Duration timeout_;
+};
+
+class GlooCommunicator : public Communicator {
+ public:
+  GlooCommunicator(const CommOptions& o,
+                   std::shared_ptr<gloo::rendezvous::Context> context)
+      : Communicator(o.rank, o.size, o.store, o.timeout),
+        context_(std::move(context)) {}
+
+  std::string backend() const override { return "gloo"; }
+
+  absl::Status AllReduce(at::Tensor& tensor, ReduceOp op) override {
+    if (!tensor.device().is_cpu() || !tensor.is_contiguous()) {
+      return absl::InvalidArgumentError(
+          "gloo allreduce needs a contiguous CPU tensor");
+    }
+    if (tensor.scalar_type() != torch::kFloat32) {
+      // Sum in float32 and convert back (bfloat16/half buckets).
+      at::Tensor wide = tensor.to(torch::kFloat32);
+      if (absl::Status s = AllReduce(wide, op); !s.ok()) return s;
+      tensor.copy_(wide);
+      return absl::OkStatus();
+    }
+    const int64_t seq = Enter();
+    if (tensor.numel() == 0) return absl::OkStatus();
+    try {
+      gloo::AllreduceOptions opts(context_);
+      opts.setOutput(tensor.data_ptr<float>(), tensor.numel());
+      opts.setReduceFunction(
+          static_cast<void (*)(void*, const void*, const void*, size_t)>(
+              &gloo::sum<float>));
+      opts.setTag(static_cast<uint32_t>(seq));
+      opts.setTimeout(Millis(timeout_));
+      gloo::allreduce(opts);
+    } catch (const std::exception& e) {
+      return TimeoutError("allreduce", seq, e.what());
+    }
+    if (op == ReduceOp::kAverage) tensor.div_(size_);
+    return absl::OkStatus();
+  }
+
+  absl::Status Broadcast(at::Tensor& tensor, int root) override {
+    if (root < 0 || root >= size_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("broadcast root ", root, " outside [0, ", size_, ")"));
+    }
+    if (!tensor.device().is_cpu() || !tensor.is_contiguous()) {
+      return absl::InvalidArgumentError(
+          "gloo broadcast needs a contiguous CPU tensor");
+    }
+    const int64_t seq = Enter();
+    if (tensor.numel() == 0) return absl::OkStatus();
+    try {
+      gloo::BroadcastOptions opts(context_);
+      opts.setRoot(root);
+      opts.setOutput(static_cast<uint8_t*>(tensor.data_ptr()),
+                     tensor.numel() * tensor.element_size());
+      opts.setTag(static_cast<uint32_t>(seq));
+      opts.setTimeout(Millis(timeout_));
+      gloo::broadcast(opts);
+    } catch (const std::exception& e) {
+      return TimeoutError("broadcast", seq, e.what());
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Barrier() override {
+    const int64_t seq = Enter();
+    try {
+      gloo::BarrierOptions opts(context_);
+      opts.setTag(static_cast<uint32_t>(seq));
+      opts.setTimeout(Millis(timeout_));
+      gloo::barrier(opts);
+    } catch (const std::exception& e) {
+      return TimeoutError("barrier", seq, e.what());
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<std::string>> AllGather(
+      const std::string& mine) override {
+    const int64_t seq = Enter();
+    try {
+      // Sizes first, then the bytes.
+      std::vector<int64_t> sizes(size_);
+      int64_t my_size = static_cast<int64_t>(mine.size());
+      gloo::AllgathervOptions sz(context_);
+      sz.setInput(&my_size, 1);
+      sz.setOutput(sizes.data(), std::vector<size_t>(size_, 1));
+      sz.setTag(static_cast<uint32_t>(seq) | 0x80000000u);
+      sz.setTimeout(Millis(timeout_));
+      gloo::allgatherv(sz);
+      const int64_t total = std::accumulate(sizes.begin(), sizes.end(), 0LL);
+      std::string all(static_cast<size_t>(total), '\0');
+      std::vector<size_t> counts(sizes.begin(), sizes.end());
+      if (total > 0) {
+        gloo::AllgathervOptions data(context_);
+        data.setInput(const_cast<char*>(mine.data()), mine.size());
+        data.setOutput(all.data(), counts);
+        data.setTag(static_cast<uint32_t>(seq));
+        data.setTimeout(Millis(timeout_));
+        gloo::allgatherv(data);
+      }
+      std::vector<std::string> out;
+      size_t offset = 0;
+      for (size_t c : counts) {
+        out.push_back(all.substr(offset, c));
+        offset += c;
+      }
+      return out;
+    } catch (const std::exception& e) {
+      return TimeoutError("allgather", seq, e.what());
+    }
+  }
+
+ private:
+  std::shared_ptr<gloo::rendezvous::Context> context_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
+    const CommOptions& o) {
+  if (o.size < 1 || o.rank < 0 || o.rank >= o.size || o.store == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gloo: need 0 <= rank < size and a store (rank ", o.rank, ", size ",
+        o.size, ")"));
+  }
+  // Hello round: every rank announces itself, so a rank that never shows up
+  // is named instead of surfacing as a bare store timeout inside gloo.
+  auto store = std::make_shared<PrefixStore>("gloo/", o.store);
+  if (absl::Status s = store->Set(absl::StrCat("hello/", o.rank), o.hostname);
+      !s.ok()) {
+    return s;
+  }
+  std::vector<std::string> keys;
+  for (int r = 0; r < o.size; ++r) keys.push_back(absl::StrCat("hello/", r));
+  if (absl::Status s = store->Wait(keys, o.timeout); !s.ok()) {
+    std::vector<int> missing;
+    for (int r = 0; r < o.size; ++r) {
+      if (!store->Get(keys[r], absl::ZeroDuration()).ok()) missing.push_back(r);
+    }
+    return absl::DeadlineExceededError(absl::StrCat(
+        "gloo rendezvous timed out after ", absl::FormatDuration(o.timeout),
+        ": rank(s) ", absl::StrJoin(missing, ", "), " of ", o.size,
+        " never joined"));
+  }
+  try {
+    gloo::transport::tcp::attr attr(o.hostname.c_str());
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto context =
+        std::make_shared<gloo::rendezvous::Context>(o.rank, o.size);
+    context->setTimeout(Millis(o.timeout));
+    GlooStore adapter(store, o.timeout);
+    context->connectFullMesh(adapter, device);
+    return std::unique_ptr<Communicator>(new GlooCommunicator(o, context));
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("gloo: cannot connect rank ", o.rank, " of ", o.size,
+                     " from ", o.hostname, ": ", e.what()));
+  }
+}
+
+}  // namespace gradsync

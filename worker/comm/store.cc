@@ -1,0 +1,102 @@
+#include "worker/comm/store.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+
+#include "absl/time/clock.h"
+
+namespace gradsync {
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      s.error_message());
+}
+
+// A context whose deadline leaves the server `wait` to answer first.
+std::unique_ptr<grpc::ClientContext> Context(absl::Duration wait) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(absl::ToChronoTime(absl::Now() + wait + absl::Seconds(10)));
+  return ctx;
+}
+
+}  // namespace
+
+absl::Status InMemoryStore::Set(const std::string& key,
+                                const std::string& value) {
+  return kv_.Set(key, value);
+}
+absl::StatusOr<std::string> InMemoryStore::Get(const std::string& key,
+                                               absl::Duration timeout) {
+  return kv_.Get(key, absl::Now() + timeout);
+}
+absl::StatusOr<int64_t> InMemoryStore::Add(const std::string& key,
+                                           int64_t delta) {
+  return kv_.Add(key, delta);
+}
+absl::Status InMemoryStore::Wait(const std::vector<std::string>& keys,
+                                 absl::Duration timeout) {
+  return kv_.Wait(keys, absl::Now() + timeout);
+}
+
+absl::Status CoordinatorStore::Set(const std::string& key,
+                                   const std::string& value) {
+  v1::StoreSetRequest request;
+  request.set_job_id(job_id_);
+  request.set_attempt(attempt_);
+  request.set_key(key);
+  request.set_value(value);
+  v1::StoreSetResponse response;
+  return FromGrpc(
+      stub_->StoreSet(Context(absl::ZeroDuration()).get(), request, &response));
+}
+
+absl::StatusOr<std::string> CoordinatorStore::Get(const std::string& key,
+                                                  absl::Duration timeout) {
+  v1::StoreGetRequest request;
+  request.set_job_id(job_id_);
+  request.set_attempt(attempt_);
+  request.set_key(key);
+  request.set_timeout_ms(absl::ToInt64Milliseconds(timeout));
+  v1::StoreGetResponse response;
+  absl::Status s =
+      FromGrpc(stub_->StoreGet(Context(timeout).get(), request, &response));
+  if (!s.ok()) return s;
+  return std::move(*response.mutable_value());
+}
+
+absl::StatusOr<int64_t> CoordinatorStore::Add(const std::string& key,
+                                              int64_t delta) {
+  v1::StoreAddRequest request;
+  request.set_job_id(job_id_);
+  request.set_attempt(attempt_);
+  request.set_key(key);
+  request.set_delta(delta);
+  v1::StoreAddResponse response;
+  absl::Status s = FromGrpc(
+      stub_->StoreAdd(Context(absl::ZeroDuration()).get(), request, &response));
+  if (!s.ok()) return s;
+  return response.value();
+}
+
+absl::Status CoordinatorStore::Wait(const std::vector<std::string>& keys,
+                                    absl::Duration timeout) {
+  v1::StoreWaitRequest request;
+  request.set_job_id(job_id_);
+  request.set_attempt(attempt_);
+  for (const std::string& k : keys) request.add_keys(k);
+  request.set_timeout_ms(absl::ToInt64Milliseconds(timeout));
+  v1::StoreWaitResponse response;
+  return FromGrpc(stub_->StoreWait(Context(timeout).get(), request, &response));
+}
+
+absl::Status PrefixStore::Wait(const std::vector<std::string>& keys,
+                               absl::Duration timeout) {
+  std::vector<std::string> prefixed;
+  for (const std::string& k : keys) prefixed.push_back(prefix_ + k);
+  return base_->Wait(prefixed, timeout);
+}
+
+}  // namespace gradsync
