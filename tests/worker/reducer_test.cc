@@ -1,0 +1,149 @@
+// DDP semantics: W ranks with batch b reach the parameters of one process
+// with batch W*b; parameters stay identical across ranks.
+#include "worker/reducer.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "worker/models.h"
+
+namespace gradsync {
+namespace {
+
+ModelShape Shape() {
+  ModelShape s;
+  s.channels = 1;
+  s.height = 12;
+  s.width = 12;
+  s.classes = 5;
+  return s;
+}
+
+std::vector<torch::Tensor> Train(int rank, int world, Communicator* comm,
+                                 const torch::Tensor& x, const torch::Tensor& y,
+                                 int steps, ReducerOptions ro) {
+  torch::manual_seed(1000 + rank);  // different inits: broadcast must fix
+  auto model = *MakeModel("lenet", Shape());
+  EXPECT_TRUE(Reducer::BroadcastModel(*model, *comm).ok());
+  auto reducer = Reducer::Create(model->parameters(), comm, ro);
+  EXPECT_TRUE(reducer.ok()) << reducer.status();
+  torch::optim::SGD opt(model->parameters(),
+                        torch::optim::SGDOptions(0.1).momentum(0.9));
+  const int64_t b = x.size(0) / world;
+  for (int s = 0; s < steps; ++s) {
+    torch::Tensor xs = x.narrow(0, rank * b, b), ys = y.narrow(0, rank * b, b);
+    opt.zero_grad();
+    (*reducer)->PrepareForBackward();
+    torch::nn::functional::cross_entropy(model->forward(xs), ys).backward();
+    EXPECT_TRUE((*reducer)->Finalize().ok());
+    opt.step();
+  }
+  std::vector<torch::Tensor> out;
+  for (auto& p : model->parameters()) out.push_back(p.detach().clone());
+  return out;
+}
+
+void ExpectEquivalent(int world, ReducerOptions ro) {
+  torch::manual_seed(7);
+  const torch::Tensor x = torch::randn({8 * world, 1, 12, 12});
+  const torch::Tensor y = torch::randint(0, 5, {8 * world});
+  // One process on the whole batch (its own single-rank communicator).
+  auto solo_store = std::make_shared<InMemoryStore>();
+  CommOptions so;
+  so.store = solo_store;
+  auto solo = CreateGlooCommunicator(so);
+  ASSERT_TRUE(solo.ok());
+  torch::manual_seed(1000);  // rank 0's init, which the ranks broadcast
+  std::vector<torch::Tensor> expected = Train(0, 1, solo->get(), x, y, 5, ro);
+
+  auto store = std::make_shared<InMemoryStore>();
+  std::vector<std::vector<torch::Tensor>> got(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      at::set_num_threads(1);
+      CommOptions o;
+      o.rank = r;
+      o.size = world;
+      o.store = store;
+      auto comm = CreateGlooCommunicator(o);
+      ASSERT_TRUE(comm.ok());
+      got[r] = Train(r, world, comm->get(), x, y, 5, ro);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < world; ++r) {
+    ASSERT_EQ(got[r].size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_TRUE(torch::equal(got[r][i], got[0][i]))
+          << "rank " << r << " param " << i << " differs from rank 0";
+      EXPECT_TRUE(torch::allclose(got[r][i], expected[i], 1e-4, 1e-5))
+          << "param " << i << " max diff "
+          << (got[r][i] - expected[i]).abs().max().item<float>();
+    }
+  }
+}
+
+TEST(ReducerTest, TwoRanksEqualOneDoubleBatch) { ExpectEquivalent(2, {}); }
+TEST(ReducerTest, FourRanksEqualOneQuadrupleBatch) { ExpectEquivalent(4, {}); }
+TEST(ReducerTest, ManySmallBucketsGiveTheSameResult) {
+  ReducerOptions ro;
+  ro.first_bucket_cap_bytes = 64;
+  ro.bucket_cap_bytes = 4096;
+  ExpectEquivalent(3, ro);
+}
+
+TEST(ReducerTest, BucketsFollowDdpLayout) {
+  auto store = std::make_shared<InMemoryStore>();
+  CommOptions o;
+  o.store = store;
+  auto comm = CreateGlooCommunicator(o);
+  ModelShape s;
+  s.channels = 3;
+  s.height = s.width = 32;
+  auto model = *MakeModel("resnet18", s);
+  auto params = model->parameters();
+  auto reducer = Reducer::Create(params, comm->get(), {});
+  ASSERT_TRUE(reducer.ok());
+  // First bucket: the last parameters, about 1 MB; later ones up to 25 MB.
+  const std::vector<int> first = (*reducer)->bucket_params(0);
+  EXPECT_EQ(first.front(), static_cast<int>(params.size()) - 1);
+  int64_t bytes = 0;
+  for (int i : first) bytes += params[i].numel() * 4;
+  EXPECT_LE(bytes, 3 << 20);
+  EXPECT_GE((*reducer)->num_buckets(), 2);
+  for (int b = 1; b < (*reducer)->num_buckets(); ++b) {
+    int64_t bb = 0;
+    for (int i : (*reducer)->bucket_params(b)) bb += params[i].numel() * 4;
+    EXPECT_LE(bb, (25 << 20) + (10 << 20));
+  }
+}
+
+TEST(ModelsTest, ShapesAndNames) {
+  ModelShape fm;
+  auto cnn = MakeModel("fashion_cnn", fm);
+  ASSERT_TRUE(cnn.ok());
+  EXPECT_EQ((*cnn)->forward(torch::zeros({2, 1, 28, 28})).sizes(),
+            (std::vector<int64_t>{2, 10}));
+  std::vector<std::string> names;
+  for (const auto& p : (*cnn)->named_parameters()) names.push_back(p.key());
+  EXPECT_EQ(names.front(), "layer1.0.weight");
+  EXPECT_NE(std::find(names.begin(), names.end(), "fc1.weight"), names.end());
+  EXPECT_EQ((*cnn)->named_parameters()["fc1.weight"].sizes(),
+            (std::vector<int64_t>{600, 2304}));
+  for (const char* name : {"lenet", "mlp", "resnet18"}) {
+    auto m = MakeModel(name, fm);
+    ASSERT_TRUE(m.ok()) << name;
+    EXPECT_EQ((*m)->forward(torch::zeros({2, 1, 28, 28})).size(1), 10) << name;
+  }
+  ModelShape big;
+  big.height = big.width = 32;
+  EXPECT_EQ(MakeModel("fashion_cnn", big).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MakeModel("vgg", fm).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gradsync

@@ -1,0 +1,37 @@
+// Image classifiers by name, as LibTorch modules whose parameter names match
+// the PyTorch definitions (no wrapper prefix), so a saved state_dict loads
+// into the Python model:
+//   fashion_cnn  the seeds' FashionCNN: conv32-bn-relu-pool,
+//                conv64-bn-relu-pool, fc 2304->600, dropout 0.25, 600->120,
+//                120->10 (28x28 inputs)
+//   lenet        LeNet-5 (conv6-pool, conv16-pool, 120, 84, classes)
+//   resnet18     ResNet-18 with a CIFAR-style stem (3x3 conv, no max-pool)
+//   mlp          flatten, 256, ReLU, classes
+// Modules are not thread-safe; one per rank.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace gradsync {
+
+class ImageClassifier : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(torch::Tensor x) = 0;
+};
+
+struct ModelShape {
+  int channels = 1, height = 28, width = 28;
+  int classes = 10;
+};
+
+// INVALID_ARGUMENT for an unknown name or a shape the model cannot take
+// (fashion_cnn needs 28x28).
+absl::StatusOr<std::shared_ptr<ImageClassifier>> MakeModel(
+    const std::string& name, const ModelShape& shape);
+
+}  // namespace gradsync

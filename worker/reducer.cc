@@ -1,0 +1,199 @@
+#include "worker/reducer.h"
+
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+
+namespace gradsync {
+namespace {
+
+double MsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - t)
+      .count();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(
+    std::vector<torch::Tensor> params, Communicator* comm,
+    ReducerOptions options) {
+  if (comm == nullptr) return absl::InvalidArgumentError("reducer: no comm");
+  for (const torch::Tensor& p : params) {
+    if (p.scalar_type() != torch::kFloat32 || !p.device().is_cpu()) {
+      return absl::InvalidArgumentError(
+          "reducer: parameters must be float32 CPU tensors for gloo");
+    }
+  }
+  std::unique_ptr<Reducer> r(new Reducer(std::move(params), comm));
+  const int n = static_cast<int>(r->params_.size());
+  r->bucket_of_.assign(n, -1);
+  r->offset_of_.assign(n, 0);
+  r->ready_.assign(n, 0);
+  // Reverse registration order, capped bucket sizes.
+  int64_t cap = options.first_bucket_cap_bytes;
+  Bucket current;
+  int64_t bytes = 0;
+  for (int i = n - 1; i >= 0; --i) {
+    if (!r->params_[i].requires_grad()) continue;
+    const int64_t size = r->params_[i].numel() * 4;
+    if (!current.params.empty() && bytes + size > cap) {
+      r->buckets_.push_back(std::move(current));
+      current = Bucket();
+      bytes = 0;
+      cap = options.bucket_cap_bytes;
+    }
+    current.offsets.push_back(bytes / 4);
+    current.params.push_back(i);
+    bytes += size;
+  }
+  if (!current.params.empty()) r->buckets_.push_back(std::move(current));
+  for (int b = 0; b < r->num_buckets(); ++b) {
+    Bucket& bucket = r->buckets_[b];
+    int64_t numel = 0;
+    for (size_t k = 0; k < bucket.params.size(); ++k) {
+      r->bucket_of_[bucket.params[k]] = b;
+      r->offset_of_[bucket.params[k]] = bucket.offsets[k];
+      numel += r->params_[bucket.params[k]].numel();
+    }
+    bucket.flat = torch::zeros({numel});
+  }
+  // Post-hooks on the gradient accumulators fire once a parameter's .grad
+  // holds this step's gradient.
+  for (int i = 0; i < n; ++i) {
+    if (r->bucket_of_[i] < 0) continue;
+    auto acc = torch::autograd::impl::grad_accumulator(r->params_[i]);
+    Reducer* raw = r.get();
+    acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+        [raw, i](const torch::autograd::variable_list& outputs,
+                 const torch::autograd::variable_list&) {
+          raw->OnGradReady(i);
+          return outputs;
+        }));
+    r->accumulators_.push_back(std::move(acc));
+  }
+  r->comm_thread_ = std::thread([raw = r.get()] { raw->CommLoop(); });
+  return r;
+}
+
+Reducer::Reducer(std::vector<torch::Tensor> params, Communicator* comm)
+    : params_(std::move(params)), comm_(comm) {}
+
+Reducer::~Reducer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (comm_thread_.joinable()) comm_thread_.join();
+}
+
+absl::Status Reducer::BroadcastModel(torch::nn::Module& module,
+                                     Communicator& comm) {
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor t : module.parameters()) {
+    if (absl::Status s = comm.Broadcast(t, 0); !s.ok()) return s;
+  }
+  for (torch::Tensor t : module.buffers()) {
+    if (absl::Status s = comm.Broadcast(t, 0); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+std::vector<int> Reducer::bucket_params(int b) const {
+  return buckets_[b].params;
+}
+
+void Reducer::PrepareForBackward() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::fill(ready_.begin(), ready_.end(), 0);
+  for (Bucket& b : buckets_) {
+    b.pending = static_cast<int>(b.params.size());
+    b.launched = b.done = false;
+  }
+  next_launch_ = 0;
+  completed_ = 0;
+  error_ = absl::OkStatus();
+  comm_ms_ = 0;
+}
+
+void Reducer::OnGradReady(int param) {
+  if (!require_sync_) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  MarkReadyLocked(param, /*has_grad=*/true);
+}
+
+void Reducer::MarkReadyLocked(int param, bool has_grad) {
+  if (ready_[param]) return;
+  ready_[param] = 1;
+  Bucket& b = buckets_[bucket_of_[param]];
+  const torch::Tensor& grad = params_[param].grad();
+  torch::NoGradGuard no_grad;
+  torch::Tensor slice =
+      b.flat.narrow(0, offset_of_[param], params_[param].numel());
+  if (has_grad && grad.defined()) {
+    slice.copy_(grad.reshape({-1}));
+  } else {
+    slice.zero_();
+  }
+  if (--b.pending == 0) LaunchReadyLocked();
+}
+
+void Reducer::LaunchReadyLocked() {
+  // Launch in bucket order only, so every rank issues the same collectives
+  // in the same sequence.
+  while (next_launch_ < num_buckets() && buckets_[next_launch_].pending == 0) {
+    buckets_[next_launch_].launched = true;
+    queue_.push_back(next_launch_++);
+  }
+  cv_.notify_all();
+}
+
+void Reducer::CommLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    const int b = queue_.front();
+    queue_.pop_front();
+    torch::Tensor flat = buckets_[b].flat;
+    lock.unlock();
+    const auto start = std::chrono::steady_clock::now();
+    absl::Status s = comm_->AllReduce(flat, ReduceOp::kAverage);
+    const double ms = MsSince(start);
+    lock.lock();
+    comm_ms_ += ms;
+    if (!s.ok() && error_.ok()) error_ = s;
+    buckets_[b].done = true;
+    ++completed_;
+    cv_.notify_all();
+  }
+}
+
+absl::Status Reducer::Finalize() {
+  if (!require_sync_) return absl::OkStatus();
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  // Parameters that got no gradient this step count as zero gradients.
+  for (int i = 0; i < static_cast<int>(params_.size()); ++i) {
+    if (bucket_of_[i] >= 0) MarkReadyLocked(i, /*has_grad=*/false);
+  }
+  cv_.wait(lock, [this] { return completed_ == num_buckets(); });
+  exposed_ms_ = MsSince(start);
+  allreduce_ms_ = comm_ms_;
+  if (!error_.ok()) return error_;
+  torch::NoGradGuard no_grad;
+  for (const Bucket& b : buckets_) {
+    for (size_t k = 0; k < b.params.size(); ++k) {
+      torch::Tensor& p = params_[b.params[k]];
+      torch::Tensor slice = b.flat.narrow(0, b.offsets[k], p.numel());
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      p.mutable_grad().copy_(slice.view_as(p));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gradsync

@@ -1,0 +1,255 @@
+#include "worker/trainer.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "loader/batch_loader.h"
+#include "loader/image_folder_index.h"
+#include "worker/models.h"
+#include "worker/reducer.h"
+
+namespace gradsync {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+absl::StatusOr<std::shared_ptr<ImageFolderDataset>> OpenSplit(
+    const v1::JobSpec& spec, const std::string& split, int64_t expected) {
+  const std::string root = SplitPath(spec.dataset().path(), split);
+  auto dataset = ImageFolderDataset::Open(root, spec.dataset().channels());
+  if (!dataset.ok()) return dataset.status();
+  if ((*dataset)->size() != expected) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s holds %d samples here but the coordinator counted %d: the data "
+        "set differs between hosts",
+        root, (*dataset)->size(), expected));
+  }
+  return std::shared_ptr<ImageFolderDataset>(std::move(*dataset));
+}
+
+std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(
+    const v1::OptimizerSpec& o, std::vector<torch::Tensor> params) {
+  if (o.type() == v1::OPTIMIZER_TYPE_SGD) {
+    return std::make_unique<torch::optim::SGD>(
+        params, torch::optim::SGDOptions(o.learning_rate())
+                    .momentum(o.momentum())
+                    .weight_decay(o.weight_decay()));
+  }
+  return std::make_unique<torch::optim::Adam>(
+      params, torch::optim::AdamOptions(o.learning_rate())
+                  .weight_decay(o.weight_decay()));
+}
+
+double ParamSum(torch::nn::Module& model) {
+  torch::NoGradGuard no_grad;
+  double sum = 0;
+  for (const torch::Tensor& p : model.parameters()) {
+    sum += p.to(torch::kFloat64).sum().item<double>();
+  }
+  return sum;
+}
+
+// Rank 0 writes the state dict (plain parameter and buffer names, loadable
+// with torch.load in Python) to <dir>/model-step-<n>.pt, atomically.
+absl::StatusOr<std::string> SaveCheckpoint(torch::nn::Module& model,
+                                           const std::string& dir,
+                                           int64_t step) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create checkpoint directory ", dir, ": ",
+                     ec.message()));
+  }
+  c10::Dict<std::string, at::Tensor> state;
+  for (const auto& item : model.named_parameters()) {
+    state.insert(item.key(), item.value().detach());
+  }
+  for (const auto& item : model.named_buffers()) {
+    state.insert(item.key(), item.value().detach());
+  }
+  const std::vector<char> bytes = torch::pickle_save(c10::IValue(state));
+  const std::string path = absl::StrCat(dir, "/model-step-", step, ".pt");
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) return absl::DataLossError(absl::StrCat("cannot write ", tmp));
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return absl::DataLossError(absl::StrCat("cannot rename ", tmp));
+  return path;
+}
+
+}  // namespace
+
+absl::StatusOr<TrainResult> Train(const TrainContext& c) {
+  const v1::JobSpec& spec = c.spec;
+  torch::manual_seed(spec.seed());
+  auto train_set = OpenSplit(spec, spec.dataset().split(), c.train_samples);
+  if (!train_set.ok()) return train_set.status();
+  std::shared_ptr<ImageFolderDataset> eval_set;
+  if (!spec.dataset().eval_split().empty()) {
+    auto opened = OpenSplit(spec, spec.dataset().eval_split(), c.eval_samples);
+    if (!opened.ok()) return opened.status();
+    eval_set = *opened;
+  }
+  // Shape from the first image; augmentation keeps it.
+  auto first = (*train_set)->Load(0);
+  if (!first.ok()) return first.status();
+  auto augment =
+      MakeAugmentation(spec.augmentation(), first->rows, first->cols);
+  if (!augment.ok()) return augment.status();
+  LoaderOptions lo;
+  lo.batch_size = spec.batch_size();
+  lo.threads = spec.loader_threads();
+  lo.prefetch_depth = spec.prefetch_depth();
+  lo.seed = static_cast<uint64_t>(spec.seed()) * 1000003 + c.rank;
+  auto loader = BatchLoader::Create(*train_set, std::move(*augment), lo);
+  if (!loader.ok()) return loader.status();
+  std::unique_ptr<BatchLoader> eval_loader;
+  if (eval_set) {
+    LoaderOptions eo = lo;
+    eo.threads = std::max(1, spec.loader_threads());
+    auto created = BatchLoader::Create(eval_set, nullptr, eo);
+    if (!created.ok()) return created.status();
+    eval_loader = std::move(*created);
+  }
+
+  ModelShape shape;
+  shape.channels = (*loader)->channels();
+  shape.height = (*loader)->height();
+  shape.width = (*loader)->width();
+  shape.classes = static_cast<int>((*train_set)->classes().size());
+  auto model = MakeModel(spec.model(), shape);
+  if (!model.ok()) return model.status();
+  if (absl::Status s = Reducer::BroadcastModel(**model, *c.comm); !s.ok()) {
+    return s;
+  }
+  auto reducer = Reducer::Create((*model)->parameters(), c.comm, {});
+  if (!reducer.ok()) return reducer.status();
+  auto optimizer = MakeOptimizer(spec.optimizer(), (*model)->parameters());
+
+  TrainResult result;
+  int64_t step = 0;
+  for (int epoch = 0; epoch < spec.epochs(); ++epoch) {
+    if (c.epoch) c.epoch->store(epoch);
+    auto indices = c.shard(epoch, /*eval=*/false);
+    if (!indices.ok()) return indices.status();
+    if (absl::Status s = (*loader)->StartEpoch(epoch, *indices); !s.ok()) {
+      return s;
+    }
+    const int64_t steps_per_epoch = (*loader)->num_batches();
+    (*model)->train();
+    Batch batch;
+    while (true) {
+      if (c.cancel && c.cancel->load()) {
+        return absl::CancelledError("training cancelled");
+      }
+      const auto step_start = Clock::now();
+      auto got = (*loader)->Next(&batch);
+      if (!got.ok()) return got.status();
+      if (!*got) break;
+      const auto compute_start = Clock::now();
+      torch::Tensor loss = torch::nn::functional::cross_entropy(
+          (*model)->forward(batch.images), batch.labels);
+      optimizer->zero_grad();
+      (*reducer)->PrepareForBackward();
+      loss.backward();
+      if (absl::Status s = (*reducer)->Finalize(); !s.ok()) return s;
+      optimizer->step();
+      ++step;
+      if (c.step) c.step->store(step);
+      const double step_ms = MsSince(step_start);
+      v1::StepMetrics m;
+      m.set_rank(c.rank);
+      m.set_epoch(epoch);
+      m.set_step(step);
+      m.set_steps_per_epoch(steps_per_epoch);
+      m.set_loss(loss.item<double>());
+      m.set_data_wait_ms(batch.wait_ms);
+      m.set_allreduce_ms((*reducer)->exposed_ms());
+      m.set_allreduce_total_ms((*reducer)->allreduce_ms());
+      m.set_compute_ms(MsSince(compute_start) - (*reducer)->exposed_ms());
+      m.set_step_ms(step_ms);
+      m.set_samples_per_sec(batch.images.size(0) * 1000.0 / step_ms);
+      m.set_time_unix_ms(absl::ToUnixMillis(absl::Now()));
+      m.set_skipped_samples((*loader)->skipped_total());
+      if (c.checksum_every > 0 && step % c.checksum_every == 0) {
+        const double sum = ParamSum(**model);
+        m.set_param_checksum(sum);
+        auto all = c.comm->AllGather(absl::StrFormat("%.17g", sum));
+        if (!all.ok()) return all.status();
+        for (int r = 0; r < static_cast<int>(all->size()); ++r) {
+          if ((*all)[r] != (*all)[0]) {
+            return absl::InternalError(absl::StrFormat(
+                "parameters diverged at step %d: rank 0 checksum %s, rank %d "
+                "checksum %s",
+                step, (*all)[0], r, (*all)[r]));
+          }
+        }
+      }
+      if (c.on_step) c.on_step(m);
+    }
+    if (eval_loader) {
+      (*model)->eval();
+      torch::NoGradGuard no_grad;
+      auto eval_indices = c.shard(epoch, /*eval=*/true);
+      if (!eval_indices.ok()) return eval_indices.status();
+      if (absl::Status s = eval_loader->StartEpoch(epoch, *eval_indices);
+          !s.ok()) {
+        return s;
+      }
+      double correct = 0, loss_sum = 0, count = 0;
+      Batch eb;
+      while (true) {
+        auto got = eval_loader->Next(&eb);
+        if (!got.ok()) return got.status();
+        if (!*got) break;
+        torch::Tensor logits = (*model)->forward(eb.images);
+        loss_sum += torch::nn::functional::cross_entropy(
+                        logits, eb.labels,
+                        torch::nn::functional::CrossEntropyFuncOptions()
+                            .reduction(torch::kSum))
+                        .item<double>();
+        correct += logits.argmax(1).eq(eb.labels).sum().item<double>();
+        count += eb.images.size(0);
+      }
+      torch::Tensor totals = torch::tensor(
+          {static_cast<float>(correct), static_cast<float>(loss_sum),
+           static_cast<float>(count)});
+      if (absl::Status s = c.comm->AllReduce(totals, ReduceOp::kSum); !s.ok()) {
+        return s;
+      }
+      v1::EvalMetrics e;
+      e.set_epoch(epoch);
+      e.set_samples(static_cast<int64_t>(totals[2].item<float>()));
+      e.set_accuracy(totals[0].item<float>() / std::max(1.0f, totals[2].item<float>()));
+      e.set_loss(totals[1].item<float>() / std::max(1.0f, totals[2].item<float>()));
+      result.accuracy = e.accuracy();
+      if (c.rank == 0 && c.on_eval) c.on_eval(e);
+    }
+    const int64_t interval = spec.checkpoint().interval_steps();
+    const bool last = epoch + 1 == spec.epochs();
+    if (c.rank == 0 && !spec.checkpoint().directory().empty() &&
+        (last || (interval > 0 && step % interval == 0))) {
+      auto path = SaveCheckpoint(**model, spec.checkpoint().directory(), step);
+      if (!path.ok()) return path.status();
+      result.checkpoint = *path;
+    }
+  }
+  result.steps = step;
+  return result;
+}
+
+}  // namespace gradsync

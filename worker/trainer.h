@@ -1,0 +1,50 @@
+// Trainer: one rank's training loop. Loads its shard with the BatchLoader,
+// runs forward/backward with LibTorch, averages gradients with the Reducer
+// (DDP semantics), steps the optimizer, evaluates exactly over the test
+// split at each epoch end (every test sample counted once across ranks) and
+// writes checkpoints on rank 0.
+//
+// Thread safety: Train() runs on one thread; `cancel` and the progress
+// counters may be touched from others.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gradsync/v1/job.pb.h"
+#include "gradsync/v1/metrics.pb.h"
+#include "worker/comm/communicator.h"
+
+namespace gradsync {
+
+struct TrainContext {
+  v1::JobSpec spec;
+  int rank = 0;
+  int world_size = 1;
+  int64_t train_samples = 0;  // what the coordinator counted
+  int64_t eval_samples = 0;
+  Communicator* comm = nullptr;
+  // The rank's sample indices for an epoch (train or eval split).
+  std::function<absl::StatusOr<std::vector<int64_t>>(int epoch, bool eval)>
+      shard;
+  std::function<void(const v1::StepMetrics&)> on_step;
+  std::function<void(const v1::EvalMetrics&)> on_eval;
+  std::atomic<bool>* cancel = nullptr;
+  std::atomic<int64_t>* step = nullptr;  // progress for heartbeats
+  std::atomic<int>* epoch = nullptr;
+  int checksum_every = 50;  // steps between cross-rank parameter checks
+};
+
+struct TrainResult {
+  int64_t steps = 0;
+  double accuracy = -1;  // last evaluation; -1 without an eval split
+  std::string checkpoint;  // last checkpoint written (rank 0)
+};
+
+absl::StatusOr<TrainResult> Train(const TrainContext& context);
+
+}  // namespace gradsync
