@@ -2,6 +2,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -84,6 +85,16 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
   if (f.collective_timeout_ms) {
     spec.set_collective_timeout_ms(*f.collective_timeout_ms);
   }
+  // Relative paths mean "relative to where the CLI runs", as users expect;
+  // the coordinator and workers may run elsewhere.
+  auto absolute = [](std::string* path) {
+    if (!path->empty() && (*path)[0] != '/') {
+      std::error_code ec;
+      *path = std::filesystem::absolute(*path, ec).lexically_normal().string();
+    }
+  };
+  absolute(spec.mutable_dataset()->mutable_path());
+  absolute(spec.mutable_checkpoint()->mutable_directory());
   return spec;
 }
 

@@ -25,7 +25,8 @@ struct JobFlags {
 };
 
 // INVALID_ARGUMENT for an unreadable or malformed file, or an unknown
-// optimizer/backend name.
+// optimizer/backend name. Relative dataset and checkpoint paths are made
+// absolute against the current directory.
 absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& flags);
 
 }  // namespace gradsync::cli

@@ -1,0 +1,303 @@
+#include "worker/agent.h"
+
+#include <grpcpp/grpcpp.h>
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "loader/sampler.h"
+#include "worker/comm/communicator.h"
+#include "worker/comm/store.h"
+#include "worker/devices.h"
+#include "worker/trainer.h"
+
+namespace gradsync {
+
+struct Agent::Task {
+  v1::Assignment assignment;
+  std::atomic<bool> cancel{false};
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> step{0};
+  std::atomic<int> epoch{0};
+  std::atomic<Communicator*> comm{nullptr};
+  std::mutex metrics_mu;
+  std::vector<v1::StepMetrics> steps;  // not yet reported
+  std::vector<v1::EvalMetrics> evals;
+  std::thread thread;
+};
+
+namespace {
+
+std::unique_ptr<grpc::ClientContext> Ctx(absl::Duration timeout) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  return ctx;
+}
+
+void Log(const std::string& line) {
+  std::fprintf(stderr, "gradsync-worker: %s\n", line.c_str());
+}
+
+}  // namespace
+
+Agent::Agent(std::shared_ptr<v1::WorkerService::StubInterface> stub,
+             AgentOptions options)
+    : stub_(std::move(stub)), options_(std::move(options)) {}
+
+Agent::~Agent() {
+  Stop();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (task_ && task_->thread.joinable()) task_->thread.join();
+}
+
+void Agent::Stop() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (task_) task_->cancel = true;
+}
+
+absl::Status Agent::Register() {
+  v1::RegisterWorkerRequest request;
+  request.set_host(options_.host);
+  for (int p : options_.free_ports) request.add_free_ports(p);
+  for (const v1::Device& d : DiscoverDevices().cuda) *request.add_devices() = d;
+  absl::Duration backoff = absl::Milliseconds(200);
+  while (!stop_.HasBeenNotified()) {
+    v1::RegisterWorkerResponse response;
+    grpc::Status s =
+        stub_->RegisterWorker(Ctx(absl::Seconds(10)).get(), request, &response);
+    if (s.ok()) {
+      worker_id_ = response.worker_id();
+      interval_ = absl::Milliseconds(response.heartbeat_interval_ms());
+      Log(absl::StrCat("registered as ", worker_id_, " (host ", options_.host,
+                       ")"));
+      return absl::OkStatus();
+    }
+    if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+      return absl::InvalidArgumentError(s.error_message());
+    }
+    Log(absl::StrCat("cannot register (", s.error_message(), "); retrying in ",
+                     absl::FormatDuration(backoff)));
+    stop_.WaitForNotificationWithTimeout(backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(5));
+  }
+  return absl::CancelledError("stopped");
+}
+
+absl::Status Agent::Run() {
+  if (absl::Status s = Register(); !s.ok()) return s;
+  while (!stop_.WaitForNotificationWithTimeout(interval_)) Beat();
+  return absl::OkStatus();
+}
+
+void Agent::Beat() {
+  v1::HeartbeatRequest request;
+  request.set_worker_id(worker_id_);
+  Task* task = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (task_ && task_->done) {
+      task_->thread.join();
+      task_.reset();
+    }
+    task = task_.get();
+  }
+  if (task != nullptr) {
+    request.set_state(v1::WORKER_STATE_RUNNING);
+    request.set_job_id(task->assignment.job_id());
+    request.set_attempt(task->assignment.attempt());
+    request.set_rank(task->assignment.rank());
+    request.set_step(task->step);
+    request.set_epoch(task->epoch);
+    if (Communicator* c = task->comm.load()) {
+      request.set_collective_seq(c->sequence());
+    }
+  } else {
+    request.set_state(v1::WORKER_STATE_IDLE);
+  }
+  v1::HeartbeatResponse response;
+  grpc::Status s =
+      stub_->Heartbeat(Ctx(absl::Seconds(5)).get(), request, &response);
+  if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
+    Log(absl::StrCat("coordinator no longer knows ", worker_id_, ": ",
+                     s.error_message(), "; registering again"));
+    if (task != nullptr) task->cancel = true;
+    (void)Register();
+    return;
+  }
+  if (!s.ok()) {
+    Log(absl::StrCat("heartbeat failed: ", s.error_message()));
+    return;
+  }
+  if (response.action() == v1::ACTION_RUN && task == nullptr) {
+    StartTask(response.assignment());
+  } else if (response.action() == v1::ACTION_STOP && task != nullptr &&
+             !task->cancel) {
+    Log(absl::StrCat("stopping ", task->assignment.job_id(), ": ",
+                     response.reason()));
+    task->cancel = true;
+  }
+}
+
+void Agent::StartTask(const v1::Assignment& a) {
+  // torchrun's names, for what the task runs and for the logs.
+  setenv("RANK", absl::StrCat(a.rank()).c_str(), 1);
+  setenv("WORLD_SIZE", absl::StrCat(a.world_size()).c_str(), 1);
+  setenv("LOCAL_RANK", absl::StrCat(a.local_rank()).c_str(), 1);
+  setenv("MASTER_ADDR", a.master_addr().c_str(), 1);
+  setenv("MASTER_PORT", absl::StrCat(a.master_port()).c_str(), 1);
+  Log(absl::StrFormat(
+      "job %s attempt %d: RANK=%d WORLD_SIZE=%d LOCAL_RANK=%d MASTER_ADDR=%s "
+      "MASTER_PORT=%d model=%s",
+      a.job_id(), a.attempt(), a.rank(), a.world_size(), a.local_rank(),
+      a.master_addr(), a.master_port(), a.spec().model()));
+  std::lock_guard<std::mutex> lock(mu_);
+  task_ = std::make_unique<Task>();
+  task_->assignment = a;
+  Task* task = task_.get();
+  task_->thread = std::thread([this, task] { RunTask(task); });
+}
+
+void Agent::FlushMetrics(Task* task) {
+  v1::ReportMetricsRequest request;
+  {
+    std::lock_guard<std::mutex> lock(task->metrics_mu);
+    if (task->steps.empty() && task->evals.empty()) return;
+    for (auto& s : task->steps) *request.add_steps() = std::move(s);
+    for (auto& e : task->evals) *request.add_eval() = std::move(e);
+    task->steps.clear();
+    task->evals.clear();
+  }
+  request.set_worker_id(worker_id_);
+  request.set_job_id(task->assignment.job_id());
+  request.set_attempt(task->assignment.attempt());
+  v1::ReportMetricsResponse response;
+  grpc::Status s =
+      stub_->ReportMetrics(Ctx(absl::Seconds(10)).get(), request, &response);
+  if (!s.ok()) Log(absl::StrCat("metrics not reported: ", s.error_message()));
+}
+
+void Agent::RunTask(Task* task) {
+  const v1::Assignment& a = task->assignment;
+  const v1::JobSpec& spec = a.spec();
+  torch::set_num_threads(1);
+  absl::Status status;
+  TrainResult result;
+  std::unique_ptr<Communicator> comm;
+  // A flusher reports batched metrics twice a second while training.
+  absl::Notification flusher_stop;
+  std::thread flusher([&] {
+    while (!flusher_stop.WaitForNotificationWithTimeout(absl::Milliseconds(500))) {
+      FlushMetrics(task);
+    }
+  });
+  if (spec.backend() == v1::BACKEND_NCCL) {
+    status = absl::UnimplementedError(
+        "backend nccl is not available in this build yet; use gloo or auto");
+  } else {
+    CommOptions co;
+    co.rank = a.rank();
+    co.size = a.world_size();
+    co.store = std::make_shared<CoordinatorStore>(stub_, a.job_id(), a.attempt());
+    co.timeout = absl::Milliseconds(spec.collective_timeout_ms());
+    co.hostname = options_.host;
+    auto created = CreateGlooCommunicator(co);
+    if (!created.ok()) {
+      status = created.status();
+    } else {
+      comm = std::move(*created);
+      task->comm = comm.get();
+    }
+  }
+  if (status.ok()) {
+    TrainContext c;
+    c.spec = spec;
+    c.rank = a.rank();
+    c.world_size = a.world_size();
+    c.train_samples = a.train_samples();
+    c.eval_samples = a.eval_samples();
+    c.comm = comm.get();
+    c.cancel = &task->cancel;
+    c.step = &task->step;
+    c.epoch = &task->epoch;
+    c.shard = [this, task](int epoch,
+                           bool eval) -> absl::StatusOr<std::vector<int64_t>> {
+      v1::GetShardRequest request;
+      request.set_worker_id(worker_id_);
+      request.set_job_id(task->assignment.job_id());
+      request.set_attempt(task->assignment.attempt());
+      request.set_rank(task->assignment.rank());
+      request.set_epoch(epoch);
+      request.set_split(eval ? v1::SHARD_SPLIT_EVAL : v1::SHARD_SPLIT_TRAIN);
+      v1::GetShardResponse response;
+      grpc::Status s =
+          stub_->GetShard(Ctx(absl::Seconds(30)).get(), request, &response);
+      if (!s.ok()) {
+        return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                            "get shard: " + s.error_message());
+      }
+      return std::vector<int64_t>(response.indices().begin(),
+                                  response.indices().end());
+    };
+    const int log_every = options_.log_every;
+    c.on_step = [task, log_every](const v1::StepMetrics& m) {
+      if (log_every > 0 && m.step() % log_every == 0) {
+        Log(absl::StrFormat(
+            "%s rank %d epoch %d step %d/%d loss %.4f %.0f samples/s (data "
+            "%.1f ms, compute %.1f ms, all-reduce %.1f ms exposed)",
+            task->assignment.job_id(), m.rank(), m.epoch() + 1,
+            m.step() - int64_t{m.epoch()} * m.steps_per_epoch(),
+            m.steps_per_epoch(), m.loss(), m.samples_per_sec(),
+            m.data_wait_ms(), m.compute_ms(), m.allreduce_ms()));
+      }
+      std::lock_guard<std::mutex> lock(task->metrics_mu);
+      task->steps.push_back(m);
+    };
+    c.on_eval = [task](const v1::EvalMetrics& e) {
+      Log(absl::StrFormat("%s epoch %d: test accuracy %.2f%% (%d samples)",
+                          task->assignment.job_id(), e.epoch() + 1,
+                          100 * e.accuracy(), e.samples()));
+      std::lock_guard<std::mutex> lock(task->metrics_mu);
+      task->evals.push_back(e);
+    };
+    auto trained = Train(c);
+    if (trained.ok()) {
+      result = *trained;
+    } else {
+      status = trained.status();
+    }
+  }
+  flusher_stop.Notify();
+  flusher.join();
+  FlushMetrics(task);
+  task->comm = nullptr;
+  if (!task->cancel) {
+    v1::CompleteTaskRequest request;
+    request.set_worker_id(worker_id_);
+    request.set_job_id(a.job_id());
+    request.set_attempt(a.attempt());
+    request.set_rank(a.rank());
+    request.set_success(status.ok());
+    request.set_message(
+        status.ok() ? absl::StrFormat("%d steps%s", result.steps,
+                                      result.checkpoint.empty()
+                                          ? ""
+                                          : ", checkpoint " + result.checkpoint)
+                    : status.ToString());
+    v1::CompleteTaskResponse response;
+    grpc::Status s =
+        stub_->CompleteTask(Ctx(absl::Seconds(10)).get(), request, &response);
+    if (!s.ok()) Log(absl::StrCat("complete task: ", s.error_message()));
+  }
+  Log(absl::StrCat("job ", a.job_id(), " rank ", a.rank(), " finished: ",
+                   task->cancel ? "cancelled"
+                   : status.ok() ? "ok"
+                                 : status.ToString()));
+  task->done = true;
+}
+
+}  // namespace gradsync

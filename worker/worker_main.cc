@@ -1,0 +1,62 @@
+// gradsync-worker: the worker agent. Registers with the coordinator and runs
+// the training tasks it is assigned until SIGINT/SIGTERM.
+#include <pthread.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <grpcpp/grpcpp.h>
+
+#include "gradsync/config.h"
+#include "worker/agent.h"
+
+int main(int argc, char** argv) {
+  std::string coordinator = "localhost:50051";
+  gradsync::AgentOptions options;
+  char hostname[256] = "127.0.0.1";
+  CLI::App app{"gradsync worker: runs training tasks for the coordinator"};
+  app.set_version_flag("--version", GRADSYNC_VERSION);
+  app.add_option("--coordinator,-c", coordinator, "coordinator host:port")
+      ->envname("GRADSYNC_COORDINATOR")
+      ->capture_default_str();
+  app.add_option("--host", options.host,
+                 "address peers reach this worker at (default: 127.0.0.1, "
+                 "or $GRADSYNC_WORKER_HOST; 'hostname' = this host's name)")
+      ->envname("GRADSYNC_WORKER_HOST")
+      ->capture_default_str();
+  app.add_option("--ports", options.free_ports,
+                 "data-plane ports this worker may offer as MASTER_PORT");
+  app.add_option("--log-every", options.log_every, "steps between log lines")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (options.host == "hostname" && gethostname(hostname, sizeof hostname) == 0) {
+    options.host = hostname;
+  }
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  gradsync::Agent agent(
+      gradsync::v1::WorkerService::NewStub(grpc::CreateChannel(
+          coordinator, grpc::InsecureChannelCredentials())),
+      options);
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    std::fprintf(stderr, "gradsync-worker: signal %d, stopping\n", sig);
+    agent.Stop();
+  });
+  waiter.detach();
+  absl::Status s = agent.Run();
+  if (!s.ok()) {
+    std::fprintf(stderr, "gradsync-worker: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
