@@ -1,0 +1,172 @@
+#!/usr/bin/python3
+"""End to end on localhost with real processes: a coordinator and two
+gradsync-worker processes train fashion_cnn on a subset of the real
+Fashion-MNIST (200 train + 50 test images per class) and must exceed a stated
+accuracy; both ranks report metrics; a job cancelled while RUNNING leaves the
+workers idle and reusable; the checkpoint has plain parameter names.
+
+Usage: e2e_train.py BIN_DIR WORK_DIR"""
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+MIN_ACCURACY = 0.60  # 1 epoch on 2,000 images; measured about 0.7
+
+
+class Cluster:
+    def __init__(self, bin_dir, work):
+        self.bin, self.work = bin_dir, work
+        self.procs, self.logs = [], []
+        log = open(os.path.join(work, "coordinator.log"), "w+")
+        self.logs.append(log)
+        coord = subprocess.Popen(
+            [f"{bin_dir}/gradsync-coordinator", "--listen", "127.0.0.1:0",
+             "--state-dir", os.path.join(work, "state"),
+             "--heartbeat-timeout", "3"], stderr=subprocess.PIPE, text=True)
+        self.procs.append(coord)
+        for line in coord.stderr:
+            log.write(line)
+            m = re.search(r"listening on port (\d+)", line)
+            if m:
+                self.address = f"127.0.0.1:{m.group(1)}"
+                break
+        # Keep draining the coordinator's log.
+        import threading
+        threading.Thread(target=lambda: [log.write(l) for l in coord.stderr],
+                         daemon=True).start()
+        for i in range(2):
+            wlog = open(os.path.join(work, f"worker{i}.log"), "w+")
+            self.logs.append(wlog)
+            self.procs.append(subprocess.Popen(
+                [f"{bin_dir}/gradsync-worker", "-c", self.address,
+                 "--log-every", "10"], stdout=wlog, stderr=wlog))
+
+    def cli(self, *args, timeout=60, check=True):
+        r = subprocess.run([f"{self.bin}/gradsync", "-c", self.address] +
+                           list(args), capture_output=True, text=True,
+                           timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError(f"gradsync {' '.join(args)} failed "
+                                 f"({r.returncode}): {r.stderr}{r.stdout}")
+        return r
+
+    def workers(self):
+        return json.loads(self.cli("--json", "workers").stdout).get("workers", [])
+
+    def wait_workers(self, state, deadline_s=30):
+        end = time.time() + deadline_s
+        while time.time() < end:
+            ws = self.workers()
+            if len(ws) == 2 and all(w["state"] == state for w in ws):
+                return ws
+            time.sleep(0.2)
+        raise AssertionError(f"workers not {state} within {deadline_s}s: "
+                             f"{self.workers()}")
+
+    def stop(self):
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+    def dump_logs(self):
+        for log in self.logs:
+            log.flush()
+            log.seek(0)
+            print(f"---- {log.name} (tail) ----")
+            print("".join(log.readlines()[-30:]))
+
+
+def make_subset(full, subset, train_per_class=200, test_per_class=50):
+    for split, n in (("train", train_per_class), ("test", test_per_class)):
+        for cls in sorted(os.listdir(os.path.join(full, split))):
+            src = os.path.join(full, split, cls)
+            dst = os.path.join(subset, split, cls)
+            os.makedirs(dst, exist_ok=True)
+            for name in sorted(os.listdir(src))[:n]:
+                link = os.path.join(dst, name)
+                if not os.path.exists(link):
+                    os.symlink(os.path.join(src, name), link)
+
+
+def main():
+    bin_dir, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    os.makedirs(work, exist_ok=True)
+    full = os.environ.get("GRADSYNC_FASHION_MNIST",
+                          os.path.join(work, "fashion-mnist"))
+    subprocess.run([f"{bin_dir}/gradsync", "data", "fetch", "fashion-mnist",
+                    full], check=True)
+    subset = os.path.join(work, "fmnist-subset")
+    make_subset(full, subset)
+    ckpt = os.path.join(work, "ckpt")
+    cluster = Cluster(bin_dir, work)
+    ok = False
+    try:
+        cluster.wait_workers("WORKER_STATE_IDLE")
+        # 1. Train and check accuracy and per-rank metrics.
+        job = json.loads(cluster.cli(
+            "--json", "submit", "--name", "e2e", "--dataset", subset,
+            "--eval-split", "test", "--model", "fashion_cnn", "--epochs", "1",
+            "--batch-size", "50", "-n", "2", "--checkpoint-dir", ckpt).stdout)
+        watch = cluster.cli("watch", job["id"], timeout=600, check=False)
+        print(watch.stdout[-1500:])
+        assert watch.returncode == 0, f"watch exit {watch.returncode}: {watch.stderr}"
+        done = json.loads(cluster.cli("--json", "status", job["id"]).stdout)
+        assert done["state"] == "JOB_STATE_SUCCEEDED", done["message"]
+        ranks = done["metrics"]["ranks"]
+        assert sorted(r["rank"] for r in ranks) == [0, 1], ranks
+        assert all(int(r["steps_reported"]) == 20 for r in ranks), ranks
+        ev = done["metrics"]["eval"][-1]
+        print(f"e2e: test accuracy {100 * ev['accuracy']:.2f}% over "
+              f"{ev['samples']} samples (need {100 * MIN_ACCURACY:.0f}%)")
+        assert int(ev["samples"]) == 500, ev
+        assert ev["accuracy"] >= MIN_ACCURACY, ev
+        ckpts = [f for f in os.listdir(ckpt) if f.endswith(".pt")]
+        assert ckpts, "no checkpoint written"
+        import torch
+        state = torch.load(os.path.join(ckpt, ckpts[0]))
+        assert "layer1.0.weight" in state and "fc3.bias" in state, list(state)
+        assert not any(k.startswith("module.") for k in state), list(state)
+
+        # 2. Cancel while RUNNING: workers become idle and are reusable.
+        long = json.loads(cluster.cli(
+            "--json", "submit", "--name", "long", "--dataset", subset,
+            "--model", "fashion_cnn", "--epochs", "50", "--batch-size", "50",
+            "-n", "2").stdout)
+        watcher = subprocess.Popen(
+            [f"{bin_dir}/gradsync", "-c", cluster.address, "watch", long["id"]],
+            stdout=subprocess.PIPE, text=True)
+        for line in watcher.stdout:
+            if re.search(r"rank \d+ .* step \d+/", line):
+                break  # running and reporting steps
+        cluster.cli("cancel", long["id"], "--reason", "e2e cancel")
+        watcher.wait(timeout=30)
+        assert watcher.returncode == 1  # watch ends non-zero: not SUCCEEDED
+        cancelled = json.loads(cluster.cli("--json", "status", long["id"]).stdout)
+        assert cancelled["state"] == "JOB_STATE_CANCELLED", cancelled
+        t0 = time.time()
+        cluster.wait_workers("WORKER_STATE_IDLE", deadline_s=30)
+        print(f"e2e: workers idle {time.time() - t0:.1f}s after cancel")
+        again = json.loads(cluster.cli(
+            "--json", "submit", "--name", "again", "--dataset", subset,
+            "--model", "mlp", "--epochs", "1", "--batch-size", "100",
+            "-n", "2").stdout)
+        assert cluster.cli("watch", again["id"], timeout=300,
+                           check=False).returncode == 0
+        ok = True
+    finally:
+        cluster.stop()
+        if not ok:
+            cluster.dump_logs()
+    print("e2e: 1 passed, 0 failed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
