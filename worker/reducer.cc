@@ -115,6 +115,8 @@ void Reducer::PrepareForBackward() {
   }
   next_launch_ = 0;
   completed_ = 0;
+  finalizing_ = false;
+  launched_during_backward_ = 0;
   error_ = absl::OkStatus();
   comm_ms_ = 0;
 }
@@ -146,6 +148,7 @@ void Reducer::LaunchReadyLocked() {
   // in the same sequence.
   while (next_launch_ < num_buckets() && buckets_[next_launch_].pending == 0) {
     buckets_[next_launch_].launched = true;
+    if (!finalizing_) ++launched_during_backward_;
     queue_.push_back(next_launch_++);
   }
   cv_.notify_all();
@@ -176,6 +179,7 @@ absl::Status Reducer::Finalize() {
   if (!require_sync_) return absl::OkStatus();
   const auto start = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mu_);
+  finalizing_ = true;
   // Parameters that got no gradient this step count as zero gradients.
   for (int i = 0; i < static_cast<int>(params_.size()); ++i) {
     if (bucket_of_[i] >= 0) MarkReadyLocked(i, /*has_grad=*/false);

@@ -61,6 +61,9 @@ class Reducer {
   // Of the last synchronised step: time Finalize() waited (exposed) and the
   // communication thread's all-reduce time (overlapped = total - exposed).
   double exposed_ms() const { return exposed_ms_; }
+  // Buckets of the last step whose all-reduce was launched by an autograd
+  // hook, i.e. while backward was still running (the rest by Finalize()).
+  int launched_during_backward() const { return launched_during_backward_; }
   double allreduce_ms() const { return allreduce_ms_; }
 
  private:
@@ -98,6 +101,8 @@ class Reducer {
   bool stop_ = false;
   double comm_ms_ = 0;
   double exposed_ms_ = 0, allreduce_ms_ = 0;
+  bool finalizing_ = false;
+  int launched_during_backward_ = 0;
   std::thread comm_thread_;
 };
 

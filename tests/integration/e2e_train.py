@@ -105,6 +105,9 @@ def main():
     subset = os.path.join(work, "fmnist-subset")
     make_subset(full, subset)
     ckpt = os.path.join(work, "ckpt")
+    import shutil
+    for stale in ("state", "ckpt"):  # every run starts from a clean slate
+        shutil.rmtree(os.path.join(work, stale), ignore_errors=True)
     cluster = Cluster(bin_dir, work)
     ok = False
     try:

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <mutex>
 #include <thread>
 
 #include "worker/models.h"
@@ -23,8 +24,15 @@ ModelShape Shape() {
 std::vector<torch::Tensor> Train(int rank, int world, Communicator* comm,
                                  const torch::Tensor& x, const torch::Tensor& y,
                                  int steps, ReducerOptions ro) {
-  torch::manual_seed(1000 + rank);  // different inits: broadcast must fix
-  auto model = *MakeModel("lenet", Shape());
+  std::shared_ptr<ImageClassifier> model;
+  {
+    // The global generator is shared by the rank threads: seed and build
+    // atomically so rank 0's initialisation is the one the solo run has.
+    static std::mutex init_mu;
+    std::lock_guard<std::mutex> lock(init_mu);
+    torch::manual_seed(1000 + rank);  // different inits: broadcast must fix
+    model = *MakeModel("lenet", Shape());
+  }
   EXPECT_TRUE(Reducer::BroadcastModel(*model, *comm).ok());
   auto reducer = Reducer::Create(model->parameters(), comm, ro);
   EXPECT_TRUE(reducer.ok()) << reducer.status();
@@ -37,6 +45,9 @@ std::vector<torch::Tensor> Train(int rank, int world, Communicator* comm,
     (*reducer)->PrepareForBackward();
     torch::nn::functional::cross_entropy(model->forward(xs), ys).backward();
     EXPECT_TRUE((*reducer)->Finalize().ok());
+    // Every bucket's all-reduce started from a hook, during backward.
+    EXPECT_EQ((*reducer)->launched_during_backward(),
+              (*reducer)->num_buckets());
     opt.step();
   }
   std::vector<torch::Tensor> out;
@@ -54,7 +65,6 @@ void ExpectEquivalent(int world, ReducerOptions ro) {
   so.store = solo_store;
   auto solo = CreateGlooCommunicator(so);
   ASSERT_TRUE(solo.ok());
-  torch::manual_seed(1000);  // rank 0's init, which the ranks broadcast
   std::vector<torch::Tensor> expected = Train(0, 1, solo->get(), x, y, 5, ro);
 
   auto store = std::make_shared<InMemoryStore>();
