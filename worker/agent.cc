@@ -191,7 +191,8 @@ void Agent::RunTask(Task* task) {
   // A flusher reports batched metrics twice a second while training.
   absl::Notification flusher_stop;
   std::thread flusher([&] {
-    while (!flusher_stop.WaitForNotificationWithTimeout(absl::Milliseconds(500))) {
+    while (
+        !flusher_stop.WaitForNotificationWithTimeout(absl::Milliseconds(500))) {
       FlushMetrics(task);
     }
   });
@@ -202,7 +203,8 @@ void Agent::RunTask(Task* task) {
     CommOptions co;
     co.rank = a.rank();
     co.size = a.world_size();
-    co.store = std::make_shared<CoordinatorStore>(stub_, a.job_id(), a.attempt());
+    co.store =
+        std::make_shared<CoordinatorStore>(stub_, a.job_id(), a.attempt());
     co.timeout = absl::Milliseconds(spec.collective_timeout_ms());
     co.hostname = options_.host;
     auto created = CreateGlooCommunicator(co);
@@ -294,7 +296,7 @@ void Agent::RunTask(Task* task) {
     if (!s.ok()) Log(absl::StrCat("complete task: ", s.error_message()));
   }
   Log(absl::StrCat("job ", a.job_id(), " rank ", a.rank(), " finished: ",
-                   task->cancel ? "cancelled"
+                   task->cancel  ? "cancelled"
                    : status.ok() ? "ok"
                                  : status.ToString()));
   task->done = true;

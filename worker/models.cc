@@ -12,9 +12,10 @@ class FashionCnn : public ImageClassifier {
   explicit FashionCnn(const ModelShape& s) {
     layer1 = register_module(
         "layer1",
-        nn::Sequential(nn::Conv2d(nn::Conv2dOptions(s.channels, 32, 3).padding(1)),
-                       nn::BatchNorm2d(32), nn::ReLU(),
-                       nn::MaxPool2d(nn::MaxPool2dOptions(2).stride(2))));
+        nn::Sequential(
+            nn::Conv2d(nn::Conv2dOptions(s.channels, 32, 3).padding(1)),
+            nn::BatchNorm2d(32), nn::ReLU(),
+            nn::MaxPool2d(nn::MaxPool2dOptions(2).stride(2))));
     layer2 = register_module(
         "layer2", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(32, 64, 3)),
                                  nn::BatchNorm2d(64), nn::ReLU(),
@@ -82,11 +83,10 @@ class Mlp : public ImageClassifier {
 class BasicBlockImpl : public nn::Module {
  public:
   BasicBlockImpl(int in, int out, int stride) {
-    conv1 = register_module(
-        "conv1", nn::Conv2d(nn::Conv2dOptions(in, out, 3)
-                                .stride(stride)
-                                .padding(1)
-                                .bias(false)));
+    conv1 = register_module("conv1", nn::Conv2d(nn::Conv2dOptions(in, out, 3)
+                                                    .stride(stride)
+                                                    .padding(1)
+                                                    .bias(false)));
     bn1 = register_module("bn1", nn::BatchNorm2d(out));
     conv2 = register_module(
         "conv2",
@@ -96,7 +96,8 @@ class BasicBlockImpl : public nn::Module {
       downsample = register_module(
           "downsample",
           nn::Sequential(
-              nn::Conv2d(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)),
+              nn::Conv2d(
+                  nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)),
               nn::BatchNorm2d(out)));
     }
   }
@@ -118,7 +119,8 @@ class ResNet18 : public ImageClassifier {
   explicit ResNet18(const ModelShape& s) {
     conv1 = register_module(
         "conv1",
-        nn::Conv2d(nn::Conv2dOptions(s.channels, 64, 3).padding(1).bias(false)));
+        nn::Conv2d(
+            nn::Conv2dOptions(s.channels, 64, 3).padding(1).bias(false)));
     bn1 = register_module("bn1", nn::BatchNorm2d(64));
     int in = 64;
     const int widths[4] = {64, 128, 256, 512};
@@ -154,9 +156,9 @@ absl::StatusOr<std::shared_ptr<ImageClassifier>> MakeModel(
   }
   if (name == "fashion_cnn") {
     if (s.height != 28 || s.width != 28) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "model fashion_cnn takes 28x28 images (got ", s.height, "x", s.width,
-          ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("model fashion_cnn takes 28x28 images (got ", s.height,
+                       "x", s.width, ")"));
     }
     return std::shared_ptr<ImageClassifier>(std::make_shared<FashionCnn>(s));
   }

@@ -86,9 +86,9 @@ class Reducer {
   std::vector<torch::Tensor> params_;
   Communicator* comm_;
   std::vector<Bucket> buckets_;
-  std::vector<int> bucket_of_;       // param -> bucket
-  std::vector<int64_t> offset_of_;   // param -> offset in its bucket
-  std::vector<char> ready_;          // param's grad copied this step
+  std::vector<int> bucket_of_;      // param -> bucket
+  std::vector<int64_t> offset_of_;  // param -> offset in its bucket
+  std::vector<char> ready_;         // param's grad copied this step
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
   bool require_sync_ = true;
 

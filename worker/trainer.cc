@@ -67,9 +67,8 @@ absl::StatusOr<std::string> SaveCheckpoint(torch::nn::Module& model,
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot create checkpoint directory ", dir, ": ",
-                     ec.message()));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot create checkpoint directory ", dir, ": ", ec.message()));
   }
   c10::Dict<std::string, at::Tensor> state;
   for (const auto& item : model.named_parameters()) {
@@ -217,25 +216,28 @@ absl::StatusOr<TrainResult> Train(const TrainContext& c) {
         if (!got.ok()) return got.status();
         if (!*got) break;
         torch::Tensor logits = (*model)->forward(eb.images);
-        loss_sum += torch::nn::functional::cross_entropy(
-                        logits, eb.labels,
-                        torch::nn::functional::CrossEntropyFuncOptions()
-                            .reduction(torch::kSum))
-                        .item<double>();
+        loss_sum +=
+            torch::nn::functional::cross_entropy(
+                logits, eb.labels,
+                torch::nn::functional::CrossEntropyFuncOptions().reduction(
+                    torch::kSum))
+                .item<double>();
         correct += logits.argmax(1).eq(eb.labels).sum().item<double>();
         count += eb.images.size(0);
       }
-      torch::Tensor totals = torch::tensor(
-          {static_cast<float>(correct), static_cast<float>(loss_sum),
-           static_cast<float>(count)});
+      torch::Tensor totals = torch::tensor({static_cast<float>(correct),
+                                            static_cast<float>(loss_sum),
+                                            static_cast<float>(count)});
       if (absl::Status s = c.comm->AllReduce(totals, ReduceOp::kSum); !s.ok()) {
         return s;
       }
       v1::EvalMetrics e;
       e.set_epoch(epoch);
       e.set_samples(static_cast<int64_t>(totals[2].item<float>()));
-      e.set_accuracy(totals[0].item<float>() / std::max(1.0f, totals[2].item<float>()));
-      e.set_loss(totals[1].item<float>() / std::max(1.0f, totals[2].item<float>()));
+      e.set_accuracy(totals[0].item<float>() /
+                     std::max(1.0f, totals[2].item<float>()));
+      e.set_loss(totals[1].item<float>() /
+                 std::max(1.0f, totals[2].item<float>()));
       result.accuracy = e.accuracy();
       if (c.rank == 0 && c.on_eval) c.on_eval(e);
     }

@@ -41,7 +41,7 @@ struct TrainContext {
 
 struct TrainResult {
   int64_t steps = 0;
-  double accuracy = -1;  // last evaluation; -1 without an eval split
+  double accuracy = -1;    // last evaluation; -1 without an eval split
   std::string checkpoint;  // last checkpoint written (rank 0)
 };
 

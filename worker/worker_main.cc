@@ -1,14 +1,13 @@
 // gradsync-worker: the worker agent. Registers with the coordinator and runs
 // the training tasks it is assigned until SIGINT/SIGTERM.
+#include <grpcpp/grpcpp.h>
 #include <pthread.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <thread>
-
-#include <CLI/CLI.hpp>
-#include <grpcpp/grpcpp.h>
 
 #include "gradsync/config.h"
 #include "worker/agent.h"
@@ -32,7 +31,8 @@ int main(int argc, char** argv) {
   app.add_option("--log-every", options.log_every, "steps between log lines")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  if (options.host == "hostname" && gethostname(hostname, sizeof hostname) == 0) {
+  if (options.host == "hostname" &&
+      gethostname(hostname, sizeof hostname) == 0) {
     options.host = hostname;
   }
 
@@ -43,8 +43,8 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   gradsync::Agent agent(
-      gradsync::v1::WorkerService::NewStub(grpc::CreateChannel(
-          coordinator, grpc::InsecureChannelCredentials())),
+      gradsync::v1::WorkerService::NewStub(
+          grpc::CreateChannel(coordinator, grpc::InsecureChannelCredentials())),
       options);
   std::thread waiter([&] {
     int sig = 0;

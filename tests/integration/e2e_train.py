@@ -95,6 +95,60 @@ def make_subset(full, subset, train_per_class=200, test_per_class=50):
                     os.symlink(os.path.join(src, name), link)
 
 
+def seeds_fashion_cnn():
+    """The seeds' FashionCNN, as written in Python."""
+    import torch.nn as nn
+
+    class FashionCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer1 = nn.Sequential(
+                nn.Conv2d(1, 32, kernel_size=3, padding=1), nn.BatchNorm2d(32),
+                nn.ReLU(), nn.MaxPool2d(kernel_size=2, stride=2))
+            self.layer2 = nn.Sequential(
+                nn.Conv2d(32, 64, kernel_size=3), nn.BatchNorm2d(64), nn.ReLU(),
+                nn.MaxPool2d(2))
+            self.fc1 = nn.Linear(in_features=64 * 6 * 6, out_features=600)
+            self.drop = nn.Dropout2d(0.25)
+            self.fc2 = nn.Linear(in_features=600, out_features=120)
+            self.fc3 = nn.Linear(in_features=120, out_features=10)
+
+        def forward(self, x):
+            out = self.layer2(self.layer1(x))
+            out = out.view(out.size(0), -1)
+            return self.fc3(self.fc2(self.drop(self.fc1(out))))
+
+    return FashionCNN()
+
+
+def check_python_predictions(bin_dir, checkpoint, subset, state):
+    """The checkpoint loads into the Python model (strict) and predicts what
+    the C++ model predicts on a few test images."""
+    import numpy as np
+    import torch
+    from PIL import Image
+    model = seeds_fashion_cnn()
+    model.load_state_dict(state, strict=True)
+    model.eval()
+    test = os.path.join(subset, "test")
+    images = [os.path.join(test, cls, sorted(os.listdir(os.path.join(test, cls)))[0])
+              for cls in sorted(os.listdir(test))]
+    out = subprocess.run([f"{bin_dir}/predict_dump", "fashion_cnn", checkpoint]
+                         + images, check=True, capture_output=True,
+                         text=True).stdout.split("\n")
+    agree = 0
+    for path, line in zip(images, out):
+        cpp = [float(v) for v in line.split()[1:]]
+        x = torch.from_numpy(np.array(Image.open(path), dtype=np.float32) / 255)
+        with torch.no_grad():
+            py = model(x.view(1, 1, 28, 28))[0]
+        assert int(line.split()[0]) == int(py.argmax()), (path, line, py)
+        assert np.allclose(cpp, py.numpy(), atol=1e-4), (path, cpp, py)
+        agree += 1
+    print(f"e2e: checkpoint loads in Python PyTorch; {agree} of {len(images)} "
+          f"predictions equal the C++ model's")
+
+
 def main():
     bin_dir, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     os.makedirs(work, exist_ok=True)
@@ -136,6 +190,8 @@ def main():
         state = torch.load(os.path.join(ckpt, ckpts[0]))
         assert "layer1.0.weight" in state and "fc3.bias" in state, list(state)
         assert not any(k.startswith("module.") for k in state), list(state)
+        check_python_predictions(bin_dir, os.path.join(ckpt, ckpts[0]),
+                                 subset, state)
 
         # 2. Cancel while RUNNING: workers become idle and are reusable.
         long = json.loads(cluster.cli(

@@ -1,10 +1,10 @@
 // The gloo communicator with W ranks as threads over an in-memory store.
+#include "worker/comm/communicator.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <thread>
-
-#include "worker/comm/communicator.h"
 
 namespace gradsync {
 namespace {
@@ -45,8 +45,8 @@ TEST_P(GlooTest, AllReduceSumAndAverageOverSizes) {
       if (n > 1) {
         EXPECT_FLOAT_EQ(t[n - 1].item<float>(), 10.0f * world * (world - 1) / 2)
             << n;
-        EXPECT_TRUE(torch::allclose(t.narrow(0, 0, n - 1),
-                                    torch::full({n - 1}, sum)));
+        EXPECT_TRUE(
+            torch::allclose(t.narrow(0, 0, n - 1), torch::full({n - 1}, sum)));
       }
       at::Tensor a = torch::full({n}, static_cast<float>(rank));
       ASSERT_TRUE(comm.AllReduce(a, ReduceOp::kAverage).ok());

@@ -28,11 +28,10 @@ absl::Status Communicator::TimeoutError(const std::string& op, int64_t seq,
   }
   const bool timed_out = absl::StrContains(cause, "imed out") ||
                          absl::StrContains(cause, "imeout");
-  std::string who =
-      missing.empty()
-          ? "every rank reached it"
-          : absl::StrCat("rank(s) ", absl::StrJoin(missing, ", "),
-                         " did not arrive");
+  std::string who = missing.empty()
+                        ? "every rank reached it"
+                        : absl::StrCat("rank(s) ", absl::StrJoin(missing, ", "),
+                                       " did not arrive");
   const std::string message = absl::StrFormat(
       "%s #%d (%s, rank %d of %d) %s after %s: %s (%s)", op, seq, backend(),
       rank_, size_, timed_out ? "timed out" : "failed",

@@ -34,7 +34,7 @@ enum class ReduceOp { kSum, kAverage };
 struct CommOptions {
   int rank = 0;
   int size = 1;
-  std::shared_ptr<Store> store;        // shared by all ranks of the group
+  std::shared_ptr<Store> store;  // shared by all ranks of the group
   absl::Duration timeout = absl::Seconds(60);  // per collective
   std::string hostname = "127.0.0.1";  // address peers reach this rank at
 };

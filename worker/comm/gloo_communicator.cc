@@ -178,9 +178,9 @@ class GlooCommunicator : public Communicator {
 absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
     const CommOptions& o) {
   if (o.size < 1 || o.rank < 0 || o.rank >= o.size || o.store == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "gloo: need 0 <= rank < size and a store (rank ", o.rank, ", size ",
-        o.size, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("gloo: need 0 <= rank < size and a store (rank ", o.rank,
+                     ", size ", o.size, ")"));
   }
   // Hello round: every rank announces itself, so a rank that never shows up
   // is named instead of surfacing as a bare store timeout inside gloo.
@@ -204,16 +204,15 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
   try {
     gloo::transport::tcp::attr attr(o.hostname.c_str());
     auto device = gloo::transport::tcp::CreateDevice(attr);
-    auto context =
-        std::make_shared<gloo::rendezvous::Context>(o.rank, o.size);
+    auto context = std::make_shared<gloo::rendezvous::Context>(o.rank, o.size);
     context->setTimeout(Millis(o.timeout));
     GlooStore adapter(store, o.timeout);
     context->connectFullMesh(adapter, device);
     return std::unique_ptr<Communicator>(new GlooCommunicator(o, context));
   } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("gloo: cannot connect rank ", o.rank, " of ", o.size,
-                     " from ", o.hostname, ": ", e.what()));
+    return absl::UnavailableError(absl::StrCat("gloo: cannot connect rank ",
+                                               o.rank, " of ", o.size, " from ",
+                                               o.hostname, ": ", e.what()));
   }
 }
 

@@ -12,9 +12,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(
     const CommOptions& options, int device) {
   const DeviceReport devices = DiscoverDevices();
   if (devices.cuda.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "nccl: rank ", options.rank, " sees no GPU (", devices.cuda_status,
-        ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("nccl: rank ", options.rank, " sees no GPU (",
+                     devices.cuda_status, ")"));
   }
   return absl::UnimplementedError(
       "nccl: the NCCL communicator is not implemented yet; use backend gloo");

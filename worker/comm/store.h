@@ -24,7 +24,8 @@ namespace gradsync {
 class Store {
  public:
   virtual ~Store() = default;
-  virtual absl::Status Set(const std::string& key, const std::string& value) = 0;
+  virtual absl::Status Set(const std::string& key,
+                           const std::string& value) = 0;
   virtual absl::StatusOr<std::string> Get(const std::string& key,
                                           absl::Duration timeout) = 0;
   virtual absl::StatusOr<int64_t> Add(const std::string& key,
