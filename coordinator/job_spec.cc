@@ -145,6 +145,19 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
         "collective_timeout_ms",
         absl::StrCat("must be >= 1 (got ", spec.collective_timeout_ms(), ")"));
   }
+  if (spec.grad_accumulation_steps() < 1) {
+    return Invalid("grad_accumulation_steps",
+                   absl::StrCat("must be >= 1 (got ",
+                                spec.grad_accumulation_steps(), ")"));
+  }
+  if (!v1::GradientCompression_IsValid(spec.gradient_compression())) {
+    return Invalid("gradient_compression", "is unknown");
+  }
+  if (spec.bucket_cap_bytes() < 1024) {
+    return Invalid(
+        "bucket_cap_bytes",
+        absl::StrCat("must be >= 1024 (got ", spec.bucket_cap_bytes(), ")"));
+  }
   if (spec.dataset().channels() != 0 && spec.dataset().channels() != 1 &&
       spec.dataset().channels() != 3) {
     return Invalid("dataset.channels",

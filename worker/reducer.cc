@@ -27,7 +27,14 @@ absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(
           "reducer: parameters must be float32 CPU tensors for gloo");
     }
   }
-  std::unique_ptr<Reducer> r(new Reducer(std::move(params), comm));
+  if (options.wire_dtype != torch::kFloat32 &&
+      options.wire_dtype != torch::kHalf &&
+      options.wire_dtype != torch::kBFloat16) {
+    return absl::InvalidArgumentError(
+        "reducer: wire dtype must be float32, float16 or bfloat16");
+  }
+  std::unique_ptr<Reducer> r(
+      new Reducer(std::move(params), comm, options.wire_dtype));
   const int n = static_cast<int>(r->params_.size());
   r->bucket_of_.assign(n, -1);
   r->offset_of_.assign(n, 0);
@@ -78,8 +85,9 @@ absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(
   return r;
 }
 
-Reducer::Reducer(std::vector<torch::Tensor> params, Communicator* comm)
-    : params_(std::move(params)), comm_(comm) {}
+Reducer::Reducer(std::vector<torch::Tensor> params, Communicator* comm,
+                 torch::ScalarType wire_dtype)
+    : params_(std::move(params)), comm_(comm), wire_dtype_(wire_dtype) {}
 
 Reducer::~Reducer() {
   {
@@ -164,7 +172,15 @@ void Reducer::CommLoop() {
     torch::Tensor flat = buckets_[b].flat;
     lock.unlock();
     const auto start = std::chrono::steady_clock::now();
-    absl::Status s = comm_->AllReduce(flat, ReduceOp::kAverage);
+    absl::Status s;
+    if (wire_dtype_ == torch::kFloat32) {
+      s = comm_->AllReduce(flat, ReduceOp::kAverage);
+    } else {
+      torch::NoGradGuard no_grad;
+      at::Tensor wire = flat.div(comm_->size()).to(wire_dtype_);
+      s = comm_->AllReduce(wire, ReduceOp::kSum);
+      if (s.ok()) flat.copy_(wire);
+    }
     const double ms = MsSince(start);
     lock.lock();
     comm_ms_ += ms;

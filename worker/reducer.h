@@ -32,6 +32,10 @@ namespace gradsync {
 struct ReducerOptions {
   int64_t bucket_cap_bytes = 25 << 20;
   int64_t first_bucket_cap_bytes = 1 << 20;
+  // kFloat32 = no compression; kHalf / kBFloat16: each bucket is divided by
+  // the world size, cast, summed in 16 bits on the wire and cast back (DDP's
+  // fp16/bf16 compress hooks).
+  torch::ScalarType wire_dtype = torch::kFloat32;
 };
 
 class Reducer {
@@ -75,7 +79,8 @@ class Reducer {
     bool launched = false;
     bool done = false;
   };
-  Reducer(std::vector<torch::Tensor> params, Communicator* comm);
+  Reducer(std::vector<torch::Tensor> params, Communicator* comm,
+          torch::ScalarType wire_dtype);
   void OnGradReady(int param);
   // Copies the parameter's gradient (or zeros) into its bucket and launches
   // buckets that became complete. No-op for a parameter already marked.
@@ -85,6 +90,7 @@ class Reducer {
 
   std::vector<torch::Tensor> params_;
   Communicator* comm_;
+  const torch::ScalarType wire_dtype_;
   std::vector<Bucket> buckets_;
   std::vector<int> bucket_of_;      // param -> bucket
   std::vector<int64_t> offset_of_;  // param -> offset in its bucket

@@ -135,7 +135,18 @@ absl::StatusOr<TrainResult> Train(const TrainContext& c) {
   if (absl::Status s = Reducer::BroadcastModel(**model, *c.comm); !s.ok()) {
     return s;
   }
-  auto reducer = Reducer::Create((*model)->parameters(), c.comm, {});
+  ReducerOptions ro;
+  ro.bucket_cap_bytes = spec.bucket_cap_bytes() > 0 ? spec.bucket_cap_bytes()
+                                                    : ro.bucket_cap_bytes;
+  ro.first_bucket_cap_bytes =
+      std::min(ro.first_bucket_cap_bytes, ro.bucket_cap_bytes);
+  if (spec.gradient_compression() == v1::GRADIENT_COMPRESSION_FP16) {
+    ro.wire_dtype = torch::kHalf;
+  } else if (spec.gradient_compression() == v1::GRADIENT_COMPRESSION_BF16) {
+    ro.wire_dtype = torch::kBFloat16;
+  }
+  const int accumulate = std::max(1, spec.grad_accumulation_steps());
+  auto reducer = Reducer::Create((*model)->parameters(), c.comm, ro);
   if (!reducer.ok()) return reducer.status();
   auto optimizer = MakeOptimizer(spec.optimizer(), (*model)->parameters());
 
@@ -160,13 +171,21 @@ absl::StatusOr<TrainResult> Train(const TrainContext& c) {
       if (!got.ok()) return got.status();
       if (!*got) break;
       const auto compute_start = Clock::now();
+      // Gradient accumulation: only the last batch of each group of
+      // `accumulate` (or of the epoch) synchronises and steps (DDP no_sync).
+      const int micro = static_cast<int>(batch.index % accumulate);
+      const bool sync =
+          micro == accumulate - 1 || batch.index == steps_per_epoch - 1;
+      if (micro == 0) optimizer->zero_grad();
       torch::Tensor loss = torch::nn::functional::cross_entropy(
           (*model)->forward(batch.images), batch.labels);
-      optimizer->zero_grad();
-      (*reducer)->PrepareForBackward();
-      loss.backward();
-      if (absl::Status s = (*reducer)->Finalize(); !s.ok()) return s;
-      optimizer->step();
+      (*reducer)->set_require_sync(sync);
+      if (sync) (*reducer)->PrepareForBackward();
+      (accumulate > 1 ? loss / accumulate : loss).backward();
+      if (sync) {
+        if (absl::Status s = (*reducer)->Finalize(); !s.ok()) return s;
+        optimizer->step();
+      }
       ++step;
       if (c.step) c.step->store(step);
       const double step_ms = MsSince(step_start);
@@ -177,9 +196,10 @@ absl::StatusOr<TrainResult> Train(const TrainContext& c) {
       m.set_steps_per_epoch(steps_per_epoch);
       m.set_loss(loss.item<double>());
       m.set_data_wait_ms(batch.wait_ms);
-      m.set_allreduce_ms((*reducer)->exposed_ms());
-      m.set_allreduce_total_ms((*reducer)->allreduce_ms());
-      m.set_compute_ms(MsSince(compute_start) - (*reducer)->exposed_ms());
+      const double exposed = sync ? (*reducer)->exposed_ms() : 0;
+      m.set_allreduce_ms(exposed);
+      m.set_allreduce_total_ms(sync ? (*reducer)->allreduce_ms() : 0);
+      m.set_compute_ms(MsSince(compute_start) - exposed);
       m.set_step_ms(step_ms);
       m.set_samples_per_sec(batch.images.size(0) * 1000.0 / step_ms);
       m.set_time_unix_ms(absl::ToUnixMillis(absl::Now()));
@@ -199,6 +219,14 @@ absl::StatusOr<TrainResult> Train(const TrainContext& c) {
         }
       }
       if (c.on_step) c.on_step(m);
+      const int64_t interval = spec.checkpoint().interval_steps();
+      if (c.rank == 0 && sync && !spec.checkpoint().directory().empty() &&
+          interval > 0 && step % interval == 0) {
+        auto path =
+            SaveCheckpoint(**model, spec.checkpoint().directory(), step);
+        if (!path.ok()) return path.status();
+        result.checkpoint = *path;
+      }
     }
     if (eval_loader) {
       (*model)->eval();
@@ -241,14 +269,11 @@ absl::StatusOr<TrainResult> Train(const TrainContext& c) {
       result.accuracy = e.accuracy();
       if (c.rank == 0 && c.on_eval) c.on_eval(e);
     }
-    const int64_t interval = spec.checkpoint().interval_steps();
-    const bool last = epoch + 1 == spec.epochs();
-    if (c.rank == 0 && !spec.checkpoint().directory().empty() &&
-        (last || (interval > 0 && step % interval == 0))) {
-      auto path = SaveCheckpoint(**model, spec.checkpoint().directory(), step);
-      if (!path.ok()) return path.status();
-      result.checkpoint = *path;
-    }
+  }
+  if (c.rank == 0 && !spec.checkpoint().directory().empty()) {
+    auto path = SaveCheckpoint(**model, spec.checkpoint().directory(), step);
+    if (!path.ok()) return path.status();
+    result.checkpoint = *path;
   }
   result.steps = step;
   return result;

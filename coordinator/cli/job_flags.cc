@@ -82,6 +82,23 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
   if (f.checkpoint_interval) {
     spec.mutable_checkpoint()->set_interval_steps(*f.checkpoint_interval);
   }
+  if (f.grad_accumulation)
+    spec.set_grad_accumulation_steps(*f.grad_accumulation);
+  if (f.bucket_cap_bytes) spec.set_bucket_cap_bytes(*f.bucket_cap_bytes);
+  if (f.compression) {
+    const std::string name = absl::AsciiStrToLower(*f.compression);
+    if (name == "none") {
+      spec.set_gradient_compression(v1::GRADIENT_COMPRESSION_NONE);
+    } else if (name == "fp16") {
+      spec.set_gradient_compression(v1::GRADIENT_COMPRESSION_FP16);
+    } else if (name == "bf16") {
+      spec.set_gradient_compression(v1::GRADIENT_COMPRESSION_BF16);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--compression must be none, fp16 or bf16 (got ",
+                       *f.compression, ")"));
+    }
+  }
   if (f.collective_timeout_ms) {
     spec.set_collective_timeout_ms(*f.collective_timeout_ms);
   }

@@ -15,11 +15,12 @@ namespace gradsync::cli {
 struct JobFlags {
   std::string file;
   std::optional<std::string> name, dataset, split, eval_split, model, optimizer,
-      augmentation, backend, checkpoint_dir;
+      augmentation, backend, checkpoint_dir, compression;
   std::optional<int> epochs, batch_size, loader_threads, prefetch_depth,
-      workers, min_workers, max_workers, channels;
+      workers, min_workers, max_workers, channels, grad_accumulation;
   std::optional<double> lr, momentum, weight_decay;
-  std::optional<int64_t> seed, checkpoint_interval, collective_timeout_ms;
+  std::optional<int64_t> seed, checkpoint_interval, collective_timeout_ms,
+      bucket_cap_bytes;
   bool no_shuffle = false;
   bool drop_last = false;
 };

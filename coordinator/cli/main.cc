@@ -91,6 +91,12 @@ int main(int argc, char** argv) {
                      "steps between checkpoints");
   submit->add_option("--collective-timeout-ms", f.collective_timeout_ms,
                      "deadline of each collective");
+  submit->add_option("--grad-accumulation", f.grad_accumulation,
+                     "batches per synchronised optimizer step");
+  submit->add_option("--compression", f.compression,
+                     "gradient all-reduce: none|fp16|bf16");
+  submit->add_option("--bucket-cap-bytes", f.bucket_cap_bytes,
+                     "gradient bucket size (default 25 MiB)");
   submit->add_flag("--watch,-w", watch_after_submit, "watch after submitting");
 
   std::string job_id;

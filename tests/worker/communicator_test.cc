@@ -72,13 +72,18 @@ TEST_P(GlooTest, BroadcastBarrierAllGather) {
   });
 }
 
-TEST_P(GlooTest, HalfPrecisionBucketsSumInFloat) {
+TEST_P(GlooTest, SixteenBitTensorsSumOnTheWire) {
   const int world = GetParam();
   RunRanks(world, absl::Seconds(60), [&](int rank, Communicator& comm) {
-    at::Tensor t = torch::full({33}, 0.5f * (rank + 1)).to(torch::kBFloat16);
-    ASSERT_TRUE(comm.AllReduce(t, ReduceOp::kAverage).ok());
-    EXPECT_EQ(t.scalar_type(), torch::kBFloat16);
-    EXPECT_NEAR(t[3].item<float>(), 0.5f * (world + 1) / 2, 1e-2);
+    for (auto dtype : {torch::kBFloat16, torch::kHalf}) {
+      at::Tensor t = torch::full({33}, 0.5f * (rank + 1)).to(dtype);
+      ASSERT_TRUE(comm.AllReduce(t, ReduceOp::kAverage).ok());
+      EXPECT_EQ(t.scalar_type(), dtype);
+      EXPECT_NEAR(t[3].item<float>(), 0.5f * (world + 1) / 2, 1e-2);
+    }
+    at::Tensor ints = torch::ones({3}, torch::kInt64);
+    EXPECT_EQ(comm.AllReduce(ints, ReduceOp::kSum).code(),
+              absl::StatusCode::kInvalidArgument);
   });
 }
 

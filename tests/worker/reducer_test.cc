@@ -21,9 +21,11 @@ ModelShape Shape() {
   return s;
 }
 
+// `accumulate` micro-batches per optimizer step, as the trainer does.
 std::vector<torch::Tensor> Train(int rank, int world, Communicator* comm,
                                  const torch::Tensor& x, const torch::Tensor& y,
-                                 int steps, ReducerOptions ro) {
+                                 int steps, ReducerOptions ro,
+                                 int accumulate = 1) {
   std::shared_ptr<ImageClassifier> model;
   {
     // The global generator is shared by the rank threads: seed and build
@@ -40,10 +42,18 @@ std::vector<torch::Tensor> Train(int rank, int world, Communicator* comm,
                         torch::optim::SGDOptions(0.1).momentum(0.9));
   const int64_t b = x.size(0) / world;
   for (int s = 0; s < steps; ++s) {
-    torch::Tensor xs = x.narrow(0, rank * b, b), ys = y.narrow(0, rank * b, b);
     opt.zero_grad();
-    (*reducer)->PrepareForBackward();
-    torch::nn::functional::cross_entropy(model->forward(xs), ys).backward();
+    const int64_t mb = b / accumulate;
+    for (int micro = 0; micro < accumulate; ++micro) {
+      const bool sync = micro == accumulate - 1;
+      torch::Tensor xs = x.narrow(0, rank * b + micro * mb, mb);
+      torch::Tensor ys = y.narrow(0, rank * b + micro * mb, mb);
+      (*reducer)->set_require_sync(sync);
+      if (sync) (*reducer)->PrepareForBackward();
+      (torch::nn::functional::cross_entropy(model->forward(xs), ys) /
+       accumulate)
+          .backward();
+    }
     EXPECT_TRUE((*reducer)->Finalize().ok());
     // Every bucket's all-reduce started from a hook, during backward.
     EXPECT_EQ((*reducer)->launched_during_backward(),
@@ -55,7 +65,8 @@ std::vector<torch::Tensor> Train(int rank, int world, Communicator* comm,
   return out;
 }
 
-void ExpectEquivalent(int world, ReducerOptions ro) {
+void ExpectEquivalent(int world, ReducerOptions ro, double rtol = 1e-4,
+                      double atol = 1e-5, int accumulate = 1) {
   torch::manual_seed(7);
   const torch::Tensor x = torch::randn({8 * world, 1, 12, 12});
   const torch::Tensor y = torch::randint(0, 5, {8 * world});
@@ -79,7 +90,7 @@ void ExpectEquivalent(int world, ReducerOptions ro) {
       o.store = store;
       auto comm = CreateGlooCommunicator(o);
       ASSERT_TRUE(comm.ok());
-      got[r] = Train(r, world, comm->get(), x, y, 5, ro);
+      got[r] = Train(r, world, comm->get(), x, y, 5, ro, accumulate);
     });
   }
   for (auto& t : threads) t.join();
@@ -88,7 +99,7 @@ void ExpectEquivalent(int world, ReducerOptions ro) {
     for (size_t i = 0; i < expected.size(); ++i) {
       EXPECT_TRUE(torch::equal(got[r][i], got[0][i]))
           << "rank " << r << " param " << i << " differs from rank 0";
-      EXPECT_TRUE(torch::allclose(got[r][i], expected[i], 1e-4, 1e-5))
+      EXPECT_TRUE(torch::allclose(got[r][i], expected[i], rtol, atol))
           << "param " << i << " max diff "
           << (got[r][i] - expected[i]).abs().max().item<float>();
     }
@@ -102,6 +113,19 @@ TEST(ReducerTest, ManySmallBucketsGiveTheSameResult) {
   ro.first_bucket_cap_bytes = 64;
   ro.bucket_cap_bytes = 4096;
   ExpectEquivalent(3, ro);
+}
+
+TEST(ReducerTest, GradientAccumulationMatchesTheWholeBatch) {
+  ExpectEquivalent(2, {}, 1e-4, 1e-5, /*accumulate=*/2);
+}
+
+TEST(ReducerTest, Fp16AndBf16CompressionStayClose) {
+  ReducerOptions fp16;
+  fp16.wire_dtype = torch::kHalf;
+  ExpectEquivalent(2, fp16, 1e-2, 2e-3);
+  ReducerOptions bf16;
+  bf16.wire_dtype = torch::kBFloat16;
+  ExpectEquivalent(2, bf16, 5e-2, 1e-2);
 }
 
 TEST(ReducerTest, BucketsFollowDdpLayout) {

@@ -48,8 +48,9 @@ class Communicator {
   // Collectives entered so far (the last one's sequence number).
   int64_t sequence() const { return sequence_.load(); }
 
-  // In place over a contiguous float32 tensor (bfloat16/half are summed in
-  // float32 after conversion). kAverage divides by size().
+  // In place over a contiguous float32, float16 or bfloat16 tensor; 16-bit
+  // tensors travel and are summed in 16 bits (each addition rounded from
+  // float). kAverage divides by size() after the sum.
   virtual absl::Status AllReduce(at::Tensor& tensor, ReduceOp op) = 0;
   virtual absl::Status Broadcast(at::Tensor& tensor, int root) = 0;
   virtual absl::Status Barrier() = 0;

@@ -22,6 +22,19 @@
 namespace gradsync {
 namespace {
 
+// Sum of 16-bit floats (c10::Half or c10::BFloat16), accumulated in float
+// per element: gloo reduces 16-bit buffers on the wire with it.
+template <typename H>
+void Sum16(void* c, const void* a, const void* b, size_t n) {
+  H* out = static_cast<H*>(c);
+  const H* x = static_cast<const H*>(a);
+  const H* y = static_cast<const H*>(b);
+  for (size_t i = 0; i < n; ++i) {
+    out[i] =
+        static_cast<H>(static_cast<float>(x[i]) + static_cast<float>(y[i]));
+  }
+}
+
 std::chrono::milliseconds Millis(absl::Duration d) {
   return std::chrono::milliseconds(absl::ToInt64Milliseconds(d));
 }
@@ -70,21 +83,34 @@ class GlooCommunicator : public Communicator {
       return absl::InvalidArgumentError(
           "gloo allreduce needs a contiguous CPU tensor");
     }
-    if (tensor.scalar_type() != torch::kFloat32) {
-      // Sum in float32 and convert back (bfloat16/half buckets).
-      at::Tensor wide = tensor.to(torch::kFloat32);
-      if (absl::Status s = AllReduce(wide, op); !s.ok()) return s;
-      tensor.copy_(wide);
-      return absl::OkStatus();
+    using ReduceFn = void (*)(void*, const void*, const void*, size_t);
+    ReduceFn fn;
+    switch (tensor.scalar_type()) {
+      case torch::kFloat32:
+        fn = static_cast<ReduceFn>(&gloo::sum<float>);
+        break;
+      case torch::kHalf:
+        fn = &Sum16<c10::Half>;
+        break;
+      case torch::kBFloat16:
+        fn = &Sum16<c10::BFloat16>;
+        break;
+      default:
+        return absl::InvalidArgumentError(
+            absl::StrCat("gloo allreduce: unsupported dtype ",
+                         std::string(c10::toString(tensor.scalar_type()))));
     }
     const int64_t seq = Enter();
     if (tensor.numel() == 0) return absl::OkStatus();
     try {
       gloo::AllreduceOptions opts(context_);
-      opts.setOutput(tensor.data_ptr<float>(), tensor.numel());
-      opts.setReduceFunction(
-          static_cast<void (*)(void*, const void*, const void*, size_t)>(
-              &gloo::sum<float>));
+      if (tensor.element_size() == 2) {  // 16 bits on the wire
+        opts.setOutput(static_cast<uint16_t*>(tensor.data_ptr()),
+                       tensor.numel());
+      } else {
+        opts.setOutput(tensor.data_ptr<float>(), tensor.numel());
+      }
+      opts.setReduceFunction(fn);
       opts.setTag(static_cast<uint32_t>(seq));
       opts.setTimeout(Millis(timeout_));
       gloo::allreduce(opts);
