@@ -50,8 +50,12 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
   if (spec->augmentation().empty()) spec->set_augmentation("none");
   v1::WorldSize* world = spec->mutable_world_size();
   if (world->min_workers() == 0) world->set_min_workers(world->max_workers());
-  if (spec->collective_timeout_ms() == 0)
+  if (spec->collective_timeout_ms() == 0) {
     spec->set_collective_timeout_ms(60000);
+  }
+  if (spec->grad_accumulation_steps() == 0)
+    spec->set_grad_accumulation_steps(1);
+  if (spec->bucket_cap_bytes() == 0) spec->set_bucket_cap_bytes(25 << 20);
 }
 
 absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {

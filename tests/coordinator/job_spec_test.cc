@@ -33,6 +33,8 @@ TEST(JobSpecTest, DefaultsAreTorchLike) {
   EXPECT_DOUBLE_EQ(spec.optimizer().learning_rate(), 1e-3);
   EXPECT_EQ(spec.world_size().min_workers(), 2);
   EXPECT_EQ(spec.collective_timeout_ms(), 60000);
+  EXPECT_EQ(spec.grad_accumulation_steps(), 1);
+  EXPECT_EQ(spec.bucket_cap_bytes(), 25 << 20);
 }
 
 TEST(JobSpecTest, ExplicitShuffleFalseIsKept) {
@@ -91,6 +93,12 @@ TEST(JobSpecTest, OtherFields) {
   spec = ValidSpec();
   spec.mutable_dataset()->set_channels(2);
   ExpectInvalid(spec, "dataset.channels");
+  spec = ValidSpec();
+  spec.set_grad_accumulation_steps(-1);
+  ExpectInvalid(spec, "grad_accumulation_steps");
+  spec = ValidSpec();
+  spec.set_bucket_cap_bytes(10);
+  ExpectInvalid(spec, "bucket_cap_bytes");
   spec = ValidSpec();
   spec.mutable_world_size()->set_max_workers(9);
   EXPECT_EQ(ValidateJobSpec(spec, 8).code(),
