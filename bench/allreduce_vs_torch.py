@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""All-reduce benchmark against the anchor (a script, not a test): 2 ranks
+on loopback, float32 sizes 1 KB .. 64 MB, gradsync's gloo communicator
+(gradsync-bench-allreduce, one process per rank) vs torch.distributed gloo
+all_reduce (python3-torch, one process per rank), same run. Prints algbw and
+busbw (nccl-tests definitions) and the ratio gradsync / torch per size.
+
+Usage: bench/allreduce_vs_torch.py [--bin build/bin] [--max-bytes 67108864]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def torch_rank(rank, world, init, max_bytes, iters_max, out):
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=init, rank=rank,
+                            world_size=world)
+    rows = []
+    size = 1024
+    while size <= max_bytes:
+        n = size // 4
+        t = torch.full((n,), float(rank + 1))
+        for _ in range(5):
+            dist.all_reduce(t)
+        iters = max(5, min(iters_max, (1 << 30) // size))
+        t.fill_(float(rank + 1))
+        start = time.perf_counter()
+        for _ in range(iters):
+            dist.all_reduce(t)
+        s = (time.perf_counter() - start) / iters
+        rows.append((size, s))
+        size *= 4
+    if rank == 0:
+        with open(out, "w") as f:
+            for size, s in rows:
+                f.write(f"{size},{s}\n")
+    dist.destroy_process_group()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", default="build/bin")
+    p.add_argument("--max-bytes", type=int, default=64 << 20)
+    p.add_argument("--iters", type=int, default=200)
+    p.add_argument("--torch-rank", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--init", help=argparse.SUPPRESS)
+    p.add_argument("--out", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.torch_rank is not None:
+        torch_rank(a.torch_rank, 2, a.init, a.max_bytes, a.iters, a.out)
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        store = os.path.join(tmp, "store")
+        procs = [subprocess.Popen(
+            [os.path.join(a.bin, "gradsync-bench-allreduce"), "--rank", str(r),
+             "--world", "2", "--store", store, "--max-bytes", str(a.max_bytes),
+             "--iters", str(a.iters)], stdout=subprocess.PIPE, text=True)
+            for r in range(2)]
+        ours_csv = procs[0].communicate()[0]
+        procs[1].wait()
+        ours = {int(l.split(",")[0]): float(l.split(",")[1])
+                for l in ours_csv.strip().split("\n")[1:]}
+        out = os.path.join(tmp, "torch.csv")
+        init = f"file://{tmp}/torch_store"
+        procs = [subprocess.Popen(
+            [sys.executable, __file__, "--torch-rank", str(r), "--init", init,
+             "--out", out, "--max-bytes", str(a.max_bytes), "--iters",
+             str(a.iters)]) for r in range(2)]
+        for pr in procs:
+            pr.wait()
+        theirs = {}
+        with open(out) as f:
+            for line in f:
+                size, s = line.strip().split(",")
+                theirs[int(size)] = float(s)
+    print("== all-reduce, 2 ranks on loopback, float32, sum ==")
+    print(f"{'bytes':>10}  {'gradsync us':>11}  {'algbw GB/s':>10}  "
+          f"{'busbw GB/s':>10}  {'torch us':>9}  {'algbw GB/s':>10}  "
+          f"{'busbw GB/s':>10}  {'ratio':>6}")
+    for size in sorted(ours):
+        g, t = ours[size], theirs[size]
+        ga, ta = size / g / 1e9, size / t / 1e9
+        print(f"{size:>10}  {g * 1e6:>11.1f}  {ga:>10.3f}  {ga:>10.3f}  "
+              f"{t * 1e6:>9.1f}  {ta:>10.3f}  {ta:>10.3f}  {t / g:>5.2f}x")
+    print("(busbw = algbw * 2(n-1)/n = algbw for n = 2; ratio = torch time / "
+          "gradsync time, > 1 means gradsync is faster)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

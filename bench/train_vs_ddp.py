@@ -1,0 +1,181 @@
+#!/usr/bin/python3
+"""Training benchmark against the anchor (a script, not a test): same
+machine, same run, real Fashion-MNIST, FashionCNN (the seeds' model), Adam
+1e-3, batch 100 per rank, no augmentation, 1 compute thread per rank, 2 ranks:
+  * PyTorch DDP (python3-torch, gloo, DistributedSampler, torchvision
+    ImageFolder + ToTensor, 2 DataLoader workers per rank),
+  * gradsync: a coordinator and two gradsync-worker processes.
+Prints samples/s of each, the ratio, and the test accuracy of both after the
+same number of epochs. --scaling also runs gradsync on 1 worker.
+
+Usage: bench/train_vs_ddp.py [--bin build/bin] [--data data/fashion-mnist]
+       [--epochs 1] [--scaling]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def ddp_rank(rank, world, init, data, epochs, out):
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+    from torch.utils.data import DataLoader
+    from torch.utils.data.distributed import DistributedSampler
+    from torchvision import datasets, transforms
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=init, rank=rank,
+                            world_size=world)
+    torch.manual_seed(0)
+
+    class FashionCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer1 = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1),
+                                        nn.BatchNorm2d(32), nn.ReLU(),
+                                        nn.MaxPool2d(2, 2))
+            self.layer2 = nn.Sequential(nn.Conv2d(32, 64, 3), nn.BatchNorm2d(64),
+                                        nn.ReLU(), nn.MaxPool2d(2))
+            self.fc1 = nn.Linear(64 * 6 * 6, 600)
+            self.drop = nn.Dropout2d(0.25)
+            self.fc2 = nn.Linear(600, 120)
+            self.fc3 = nn.Linear(120, 10)
+
+        def forward(self, x):
+            out = self.layer2(self.layer1(x)).view(x.size(0), -1)
+            return self.fc3(self.fc2(self.drop(self.fc1(out))))
+
+    tf = transforms.Compose([transforms.Grayscale(), transforms.ToTensor()])
+    train = datasets.ImageFolder(os.path.join(data, "train"), tf)
+    test = datasets.ImageFolder(os.path.join(data, "test"), tf)
+    sampler = DistributedSampler(train, num_replicas=world, rank=rank, seed=0)
+    loader = DataLoader(train, batch_size=100, sampler=sampler, num_workers=2)
+    model = nn.parallel.DistributedDataParallel(FashionCNN())
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    samples, start = 0, time.perf_counter()
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        model.train()
+        for x, y in loader:
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            samples += x.size(0)
+    elapsed = time.perf_counter() - start
+    # Exact evaluation: rank r takes test[r::world], no padding.
+    model.eval()
+    idx = list(range(rank, len(test), world))
+    tl = DataLoader(torch.utils.data.Subset(test, idx), batch_size=500)
+    correct = torch.zeros(2)
+    with torch.no_grad():
+        for x, y in tl:
+            correct[0] += (model(x).argmax(1) == y).sum()
+            correct[1] += y.numel()
+    dist.all_reduce(correct)
+    rate = torch.tensor([samples / elapsed])
+    dist.all_reduce(rate)
+    if rank == 0:
+        with open(out, "w") as f:
+            json.dump({"samples_per_s": rate.item(),
+                       "accuracy": (correct[0] / correct[1]).item(),
+                       "seconds": elapsed}, f)
+    dist.destroy_process_group()
+
+
+def run_ddp(data, epochs):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "ddp.json")
+        procs = [subprocess.Popen(
+            [sys.executable, __file__, "--ddp-rank", str(r), "--init",
+             f"file://{tmp}/store", "--out", out, "--data", data, "--epochs",
+             str(epochs)]) for r in range(2)]
+        for p in procs:
+            p.wait()
+        with open(out) as f:
+            return json.load(f)
+
+
+def run_gradsync(bin_dir, data, epochs, workers):
+    with tempfile.TemporaryDirectory() as tmp:
+        coord = subprocess.Popen(
+            [f"{bin_dir}/gradsync-coordinator", "--listen", "127.0.0.1:0"],
+            stderr=subprocess.PIPE, text=True)
+        for line in coord.stderr:
+            m = re.search(r"listening on port (\d+)", line)
+            if m:
+                address = f"127.0.0.1:{m.group(1)}"
+                break
+        procs = [subprocess.Popen(
+            [f"{bin_dir}/gradsync-worker", "-c", address, "--log-every", "0"],
+            stderr=subprocess.DEVNULL) for _ in range(workers)]
+        try:
+            job = json.loads(subprocess.run(
+                [f"{bin_dir}/gradsync", "-c", address, "--json", "submit",
+                 "--dataset", data, "--eval-split", "test", "--model",
+                 "fashion_cnn", "--epochs", str(epochs), "--batch-size", "100",
+                 "--optimizer", "adam", "--lr", "0.001", "--loader-threads", "2",
+                 "-n", str(workers)], check=True, capture_output=True,
+                text=True).stdout)
+            start = time.perf_counter()
+            subprocess.run([f"{bin_dir}/gradsync", "-c", address, "watch",
+                            job["id"]], check=True, capture_output=True)
+            wall = time.perf_counter() - start
+            done = json.loads(subprocess.run(
+                [f"{bin_dir}/gradsync", "-c", address, "--json", "status",
+                 job["id"]], check=True, capture_output=True, text=True).stdout)
+        finally:
+            for p in procs + [coord]:
+                p.terminate()
+                p.wait()
+        ranks = done["metrics"]["ranks"]
+        # Samples/s over the whole run from the workers' step counts.
+        steps = sum(int(r["steps_reported"]) for r in ranks)
+        return {"samples_per_s": steps * 100 / wall,
+                "last_samples_per_s": done["metrics"]["samples_per_sec"],
+                "accuracy": done["metrics"]["eval"][-1]["accuracy"],
+                "seconds": wall}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", default="build/bin")
+    p.add_argument("--data", default="data/fashion-mnist")
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--scaling", action="store_true")
+    p.add_argument("--ddp-rank", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--init", help=argparse.SUPPRESS)
+    p.add_argument("--out", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.ddp_rank is not None:
+        ddp_rank(a.ddp_rank, 2, a.init, a.data, a.epochs, a.out)
+        return 0
+    data = os.path.abspath(a.data)
+    subprocess.run([f"{a.bin}/gradsync", "data", "fetch", "fashion-mnist", data],
+                   check=True, capture_output=True)
+    ours = run_gradsync(a.bin, data, a.epochs, 2)
+    print(f"gradsync 2 workers: {ours['samples_per_s']:.0f} samples/s, "
+          f"{ours['seconds']:.1f} s, accuracy {100 * ours['accuracy']:.2f}%",
+          flush=True)
+    ddp = run_ddp(data, a.epochs)
+    print(f"PyTorch DDP 2 ranks: {ddp['samples_per_s']:.0f} samples/s, "
+          f"{ddp['seconds']:.1f} s, accuracy {100 * ddp['accuracy']:.2f}%",
+          flush=True)
+    print(f"ratio gradsync / DDP: {ours['samples_per_s'] / ddp['samples_per_s']:.2f}x"
+          f" (goal >= 1.25); accuracy difference "
+          f"{100 * (ours['accuracy'] - ddp['accuracy']):+.2f} points "
+          f"(goal within 0.5) after {a.epochs} epoch(s)")
+    if a.scaling:
+        one = run_gradsync(a.bin, data, a.epochs, 1)
+        print(f"gradsync 1 worker: {one['samples_per_s']:.0f} samples/s; "
+              f"2 workers / 1 worker = "
+              f"{ours['samples_per_s'] / one['samples_per_s']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
