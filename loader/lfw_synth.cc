@@ -14,17 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "loader/image_folder_index.h"
+#include "loader/sample_rng.h"
 
 namespace gradsync {
 namespace fs = std::filesystem;
 namespace {
-
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 std::string Word(std::mt19937_64& rng, int syllables) {
   static const char* const kOnset[] = {
@@ -75,7 +69,7 @@ std::vector<int> LfwImagesPerPerson(int people, int images) {
 }
 
 std::vector<std::string> LfwNames(int people, uint64_t seed) {
-  std::mt19937_64 rng(Mix(seed ^ 0x6c6677ULL));
+  std::mt19937_64 rng(SplitMix64(seed ^ 0x6c6677ULL));
   std::set<std::string> seen;
   std::vector<std::string> names;
   while (static_cast<int>(names.size()) < people) {
@@ -89,8 +83,8 @@ std::vector<std::string> LfwNames(int people, uint64_t seed) {
 cv::Mat DrawFace(uint64_t seed, int person, int n, int size) {
   // The person's traits depend on (seed, person); the pose and lighting of
   // this photo also on n.
-  std::mt19937_64 who(Mix(seed * 1000003 + person));
-  std::mt19937_64 shot(Mix(Mix(seed * 1000003 + person) + n + 1));
+  std::mt19937_64 who(SplitMix64(seed * 1000003 + person));
+  std::mt19937_64 shot(SplitMix64(SplitMix64(seed * 1000003 + person) + n + 1));
   auto u = [](std::mt19937_64& r, double lo, double hi) {
     return std::uniform_real_distribution<double>(lo, hi)(r);
   };
@@ -158,7 +152,7 @@ cv::Mat DrawFace(uint64_t seed, int person, int n, int size) {
   cv::merge(ch, f);
   cv::GaussianBlur(f, f, cv::Size(3, 3), 0.8);
   cv::Mat noise(size, size, CV_32FC3);
-  cv::theRNG().state = Mix(seed + person * 7919 + n);
+  cv::theRNG().state = SplitMix64(seed + person * 7919 + n);
   cv::randn(noise, 0, 6);
   f += noise;
   f.convertTo(img, CV_8UC3);

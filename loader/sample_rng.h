@@ -9,11 +9,20 @@
 
 namespace gradsync {
 
+// splitmix64's finaliser: maps nearby seeds to unrelated 64-bit values.
+inline uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
 class SampleRng {
  public:
   SampleRng(uint64_t seed, int64_t epoch, int64_t position)
-      : engine_(Mix(Mix(Mix(seed) ^ static_cast<uint64_t>(epoch)) ^
-                    static_cast<uint64_t>(position))) {}
+      : engine_(SplitMix64(
+            SplitMix64(SplitMix64(seed) ^ static_cast<uint64_t>(epoch)) ^
+            static_cast<uint64_t>(position))) {}
 
   // Uniform in [lo, hi).
   double Uniform(double lo, double hi) {
@@ -26,13 +35,6 @@ class SampleRng {
   bool Bernoulli(double p) { return Uniform(0, 1) < p; }
 
  private:
-  // splitmix64 finaliser: decorrelates nearby seeds.
-  static uint64_t Mix(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  }
   std::mt19937_64 engine_;
 };
 

@@ -5,11 +5,33 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace gradsync::cli {
+namespace {
+
+// The enum value a flag names (case-insensitive), or INVALID_ARGUMENT
+// listing the choices.
+template <typename E>
+absl::StatusOr<E> ParseChoice(
+    const std::string& flag, const std::string& value,
+    const std::vector<std::pair<std::string, E>>& choices) {
+  const std::string lower = absl::AsciiStrToLower(value);
+  std::vector<std::string> names;
+  for (const auto& [name, e] : choices) {
+    if (name == lower) return e;
+    names.push_back(name);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      flag, " must be ", absl::StrJoin(names, ", "), " (got ", value, ")"));
+}
+
+}  // namespace
 
 absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
   v1::JobSpec spec;
@@ -38,15 +60,11 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
   if (f.epochs) spec.set_epochs(*f.epochs);
   if (f.batch_size) spec.set_batch_size(*f.batch_size);
   if (f.optimizer) {
-    const std::string name = absl::AsciiStrToLower(*f.optimizer);
-    if (name == "sgd") {
-      spec.mutable_optimizer()->set_type(v1::OPTIMIZER_TYPE_SGD);
-    } else if (name == "adam") {
-      spec.mutable_optimizer()->set_type(v1::OPTIMIZER_TYPE_ADAM);
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--optimizer must be sgd or adam (got ", *f.optimizer, ")"));
-    }
+    auto type = ParseChoice<v1::OptimizerType>(
+        "--optimizer", *f.optimizer,
+        {{"sgd", v1::OPTIMIZER_TYPE_SGD}, {"adam", v1::OPTIMIZER_TYPE_ADAM}});
+    if (!type.ok()) return type.status();
+    spec.mutable_optimizer()->set_type(*type);
   }
   if (f.lr) spec.mutable_optimizer()->set_learning_rate(*f.lr);
   if (f.momentum) spec.mutable_optimizer()->set_momentum(*f.momentum);
@@ -65,17 +83,12 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
   if (f.min_workers) spec.mutable_world_size()->set_min_workers(*f.min_workers);
   if (f.max_workers) spec.mutable_world_size()->set_max_workers(*f.max_workers);
   if (f.backend) {
-    const std::string name = absl::AsciiStrToLower(*f.backend);
-    if (name == "auto") {
-      spec.set_backend(v1::BACKEND_AUTO);
-    } else if (name == "gloo") {
-      spec.set_backend(v1::BACKEND_GLOO);
-    } else if (name == "nccl") {
-      spec.set_backend(v1::BACKEND_NCCL);
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--backend must be auto, gloo or nccl (got ", *f.backend, ")"));
-    }
+    auto backend = ParseChoice<v1::Backend>("--backend", *f.backend,
+                                            {{"auto", v1::BACKEND_AUTO},
+                                             {"gloo", v1::BACKEND_GLOO},
+                                             {"nccl", v1::BACKEND_NCCL}});
+    if (!backend.ok()) return backend.status();
+    spec.set_backend(*backend);
   }
   if (f.checkpoint_dir)
     spec.mutable_checkpoint()->set_directory(*f.checkpoint_dir);
@@ -86,18 +99,13 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
     spec.set_grad_accumulation_steps(*f.grad_accumulation);
   if (f.bucket_cap_bytes) spec.set_bucket_cap_bytes(*f.bucket_cap_bytes);
   if (f.compression) {
-    const std::string name = absl::AsciiStrToLower(*f.compression);
-    if (name == "none") {
-      spec.set_gradient_compression(v1::GRADIENT_COMPRESSION_NONE);
-    } else if (name == "fp16") {
-      spec.set_gradient_compression(v1::GRADIENT_COMPRESSION_FP16);
-    } else if (name == "bf16") {
-      spec.set_gradient_compression(v1::GRADIENT_COMPRESSION_BF16);
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--compression must be none, fp16 or bf16 (got ",
-                       *f.compression, ")"));
-    }
+    auto compression = ParseChoice<v1::GradientCompression>(
+        "--compression", *f.compression,
+        {{"none", v1::GRADIENT_COMPRESSION_NONE},
+         {"fp16", v1::GRADIENT_COMPRESSION_FP16},
+         {"bf16", v1::GRADIENT_COMPRESSION_BF16}});
+    if (!compression.ok()) return compression.status();
+    spec.set_gradient_compression(*compression);
   }
   if (f.collective_timeout_ms) {
     spec.set_collective_timeout_ms(*f.collective_timeout_ms);
