@@ -23,6 +23,9 @@ struct Agent::Task {
   std::atomic<bool> done{false};
   std::atomic<int64_t> step{0};
   std::atomic<int> epoch{0};
+  // Owned here rather than by RunTask, so the heartbeat thread may read its
+  // sequence until the task object itself is destroyed (after join).
+  std::unique_ptr<Communicator> comm_owned;
   std::atomic<Communicator*> comm{nullptr};
   std::mutex metrics_mu;
   std::vector<v1::StepMetrics> steps;  // not yet reported
@@ -187,7 +190,6 @@ void Agent::RunTask(Task* task) {
   torch::set_num_threads(1);
   absl::Status status;
   TrainResult result;
-  std::unique_ptr<Communicator> comm;
   // A flusher reports batched metrics twice a second while training.
   absl::Notification flusher_stop;
   std::thread flusher([&] {
@@ -211,8 +213,8 @@ void Agent::RunTask(Task* task) {
     if (!created.ok()) {
       status = created.status();
     } else {
-      comm = std::move(*created);
-      task->comm = comm.get();
+      task->comm_owned = std::move(*created);
+      task->comm = task->comm_owned.get();
     }
   }
   if (status.ok()) {
@@ -222,7 +224,7 @@ void Agent::RunTask(Task* task) {
     c.world_size = a.world_size();
     c.train_samples = a.train_samples();
     c.eval_samples = a.eval_samples();
-    c.comm = comm.get();
+    c.comm = task->comm_owned.get();
     c.cancel = &task->cancel;
     c.step = &task->step;
     c.epoch = &task->epoch;
@@ -276,7 +278,6 @@ void Agent::RunTask(Task* task) {
   flusher_stop.Notify();
   flusher.join();
   FlushMetrics(task);
-  task->comm = nullptr;
   if (!task->cancel) {
     v1::CompleteTaskRequest request;
     request.set_worker_id(worker_id_);
