@@ -156,6 +156,14 @@ void KvClient(WorkerService::Stub& stub, const KvJob& kv, int id,
   gets.Merge(g_lat);
 }
 
+// A WorkerService stub on its own channel, as a separate host would have.
+std::unique_ptr<WorkerService::Stub> NewWorkerStub(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetInt("grpc.use_local_subchannel_pool", 1);
+  return WorkerService::NewStub(grpc::CreateCustomChannel(
+      address, grpc::InsecureChannelCredentials(), args));
+}
+
 // A coordinator on a free loopback port, with default options.
 std::unique_ptr<CoordinatorServer> StartServer() {
   ServerOptions options;
@@ -173,12 +181,7 @@ void RunScenario(int num_workers, double seconds, int kv_clients,
   std::unique_ptr<CoordinatorServer> server = StartServer();
   const std::string address = server->local_address();
   // One channel per client thread, as separate hosts would have.
-  auto make_stub = [&] {
-    grpc::ChannelArguments args;
-    args.SetInt("grpc.use_local_subchannel_pool", 1);
-    return WorkerService::NewStub(grpc::CreateCustomChannel(
-        address, grpc::InsecureChannelCredentials(), args));
-  };
+  auto make_stub = [&] { return NewWorkerStub(address); };
   auto job_stub = v1::JobService::NewStub(
       grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
 
@@ -282,10 +285,7 @@ double GradsyncStoreOps(int clients, double seconds,
   std::vector<std::thread> threads;
   for (int k = 0; k < clients; ++k) {
     threads.emplace_back([&, k] {
-      grpc::ChannelArguments args;
-      args.SetInt("grpc.use_local_subchannel_pool", 1);
-      auto own = WorkerService::NewStub(grpc::CreateCustomChannel(
-          address, grpc::InsecureChannelCredentials(), args));
+      auto own = NewWorkerStub(address);
       KvClient(*own, kv, k, end, sets, gets);
     });
   }

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "loader/sampler.h"
+#include "coordinator/grpc_status.h"
 #include "worker/comm/communicator.h"
 #include "worker/comm/store.h"
 #include "worker/devices.h"
@@ -241,8 +241,9 @@ void Agent::RunTask(Task* task) {
       grpc::Status s =
           stub_->GetShard(Ctx(absl::Seconds(30)).get(), request, &response);
       if (!s.ok()) {
-        return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                            "get shard: " + s.error_message());
+        absl::Status status = FromGrpcStatus(s);
+        return absl::Status(status.code(),
+                            absl::StrCat("get shard: ", status.message()));
       }
       return std::vector<int64_t>(response.indices().begin(),
                                   response.indices().end());

@@ -5,15 +5,10 @@
 #include <chrono>
 
 #include "absl/time/clock.h"
+#include "coordinator/grpc_status.h"
 
 namespace gradsync {
 namespace {
-
-absl::Status FromGrpc(const grpc::Status& s) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                      s.error_message());
-}
 
 // A context whose deadline leaves the server `wait` to answer first.
 std::unique_ptr<grpc::ClientContext> Context(absl::Duration wait) {
@@ -49,7 +44,7 @@ absl::Status CoordinatorStore::Set(const std::string& key,
   request.set_key(key);
   request.set_value(value);
   v1::StoreSetResponse response;
-  return FromGrpc(
+  return FromGrpcStatus(
       stub_->StoreSet(Context(absl::ZeroDuration()).get(), request, &response));
 }
 
@@ -61,8 +56,8 @@ absl::StatusOr<std::string> CoordinatorStore::Get(const std::string& key,
   request.set_key(key);
   request.set_timeout_ms(absl::ToInt64Milliseconds(timeout));
   v1::StoreGetResponse response;
-  absl::Status s =
-      FromGrpc(stub_->StoreGet(Context(timeout).get(), request, &response));
+  absl::Status s = FromGrpcStatus(
+      stub_->StoreGet(Context(timeout).get(), request, &response));
   if (!s.ok()) return s;
   return std::move(*response.mutable_value());
 }
@@ -75,7 +70,7 @@ absl::StatusOr<int64_t> CoordinatorStore::Add(const std::string& key,
   request.set_key(key);
   request.set_delta(delta);
   v1::StoreAddResponse response;
-  absl::Status s = FromGrpc(
+  absl::Status s = FromGrpcStatus(
       stub_->StoreAdd(Context(absl::ZeroDuration()).get(), request, &response));
   if (!s.ok()) return s;
   return response.value();
@@ -89,7 +84,8 @@ absl::Status CoordinatorStore::Wait(const std::vector<std::string>& keys,
   for (const std::string& k : keys) request.add_keys(k);
   request.set_timeout_ms(absl::ToInt64Milliseconds(timeout));
   v1::StoreWaitResponse response;
-  return FromGrpc(stub_->StoreWait(Context(timeout).get(), request, &response));
+  return FromGrpcStatus(
+      stub_->StoreWait(Context(timeout).get(), request, &response));
 }
 
 absl::Status PrefixStore::Wait(const std::vector<std::string>& keys,
