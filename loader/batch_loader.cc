@@ -111,7 +111,8 @@ int64_t BatchLoader::skipped_total() const {
 }
 
 absl::Status BatchLoader::StartEpoch(int64_t epoch,
-                                     std::vector<int64_t> indices) {
+                                     std::vector<int64_t> indices,
+                                     int64_t first_batch) {
   for (int64_t i : indices) {
     if (i < 0 || i >= dataset_->size()) {
       return absl::InvalidArgumentError(
@@ -132,9 +133,15 @@ absl::Status BatchLoader::StartEpoch(int64_t epoch,
   indices_ = std::move(indices);
   epoch_batches_ = options_.drop_last ? n / b : (n + b - 1) / b;
   epoch_positions_ = options_.drop_last ? epoch_batches_ * b : n;
-  next_position_ = 0;
-  next_batch_ = 0;
-  released_ = 0;
+  if (first_batch < 0 || first_batch > epoch_batches_) {
+    active_ = false;
+    return absl::InvalidArgumentError(
+        absl::StrCat("loader: cannot start epoch ", epoch, " at batch ",
+                     first_batch, ": it has ", epoch_batches_, " batches"));
+  }
+  next_position_ = first_batch * b;
+  next_batch_ = first_batch;
+  released_ = first_batch;
   for (Slot& slot : slots_) slot.batch = -1;
   active_ = true;
   return absl::OkStatus();

@@ -68,9 +68,13 @@ class BatchLoader {
   BatchLoader& operator=(const BatchLoader&) = delete;
 
   // Begins an epoch over `indices` (the rank's shard, in order); abandons
-  // whatever is left of the previous one. INVALID_ARGUMENT for an index
-  // outside the data set.
-  absl::Status StartEpoch(int64_t epoch, std::vector<int64_t> indices);
+  // whatever is left of the previous one. `first_batch` > 0 resumes the
+  // epoch there: earlier batches are skipped, later ones come out exactly as
+  // in a full epoch (same numbers, samples and augmentation).
+  // INVALID_ARGUMENT for an index outside the data set or a first_batch
+  // past the end.
+  absl::Status StartEpoch(int64_t epoch, std::vector<int64_t> indices,
+                          int64_t first_batch = 0);
   // The next batch: true and `*batch` filled, or false at the end of the
   // epoch. Errors: the first corrupt sample of the batch (unless
   // skip_corrupt), DEADLINE_EXCEEDED after batch_timeout, CANCELLED after

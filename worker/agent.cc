@@ -228,6 +228,14 @@ void Agent::RunTask(Task* task) {
     c.cancel = &task->cancel;
     c.step = &task->step;
     c.epoch = &task->epoch;
+    c.metadata = {{"RANK", absl::StrCat(a.rank())},
+                  {"WORLD_SIZE", absl::StrCat(a.world_size())},
+                  {"LOCAL_RANK", absl::StrCat(a.local_rank())},
+                  {"MASTER_ADDR", a.master_addr()},
+                  {"MASTER_PORT", absl::StrCat(a.master_port())},
+                  {"job_id", a.job_id()},
+                  {"attempt", absl::StrCat(a.attempt())},
+                  {"host", options_.host}};
     c.shard = [this, task](int epoch,
                            bool eval) -> absl::StatusOr<std::vector<int64_t>> {
       v1::GetShardRequest request;

@@ -3,14 +3,14 @@
 #include <torch/torch.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "loader/batch_loader.h"
 #include "loader/image_folder_index.h"
+#include "worker/checkpoint.h"
 #include "worker/models.h"
 #include "worker/reducer.h"
 
@@ -59,35 +59,53 @@ double ParamSum(torch::nn::Module& model) {
   return sum;
 }
 
-// Rank 0 writes the state dict (plain parameter and buffer names, loadable
-// with torch.load in Python) to <dir>/model-step-<n>.pt, atomically.
-absl::StatusOr<std::string> SaveCheckpoint(torch::nn::Module& model,
-                                           const std::string& dir,
-                                           int64_t step) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot create checkpoint directory ", dir, ": ", ec.message()));
+// Rank 0 reads the checkpoint named by `resume_from` and broadcasts its
+// bytes; every rank restores from them (no shared file system needed).
+absl::StatusOr<TrainPosition> Resume(const TrainContext& c,
+                                     torch::nn::Module& model,
+                                     torch::optim::Optimizer& optimizer) {
+  const std::string& from = c.spec.checkpoint().resume_from();
+  std::vector<char> bytes;
+  std::string name = from;
+  absl::Status read_status;
+  if (c.rank == 0) {
+    auto path = ResolveCheckpoint(from);
+    if (path.ok()) {
+      name = *path;
+      auto read = ReadFileBytes(*path);
+      if (read.ok()) bytes = std::move(*read);
+      read_status = read.status();
+    } else {
+      read_status = path.status();
+    }
   }
-  c10::Dict<std::string, at::Tensor> state;
-  for (const auto& item : model.named_parameters()) {
-    state.insert(item.key(), item.value().detach());
+  // Size first (-1: rank 0 could not read it), then the bytes.
+  at::Tensor size = torch::tensor(
+      {read_status.ok() ? static_cast<int64_t>(bytes.size()) : int64_t{-1}});
+  if (absl::Status s = c.comm->Broadcast(size, 0); !s.ok()) return s;
+  if (!read_status.ok()) return read_status;
+  if (size.item<int64_t>() < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("rank 0 could not read checkpoint ", from));
   }
-  for (const auto& item : model.named_buffers()) {
-    state.insert(item.key(), item.value().detach());
+  at::Tensor buffer = torch::empty({size.item<int64_t>()}, torch::kUInt8);
+  if (c.rank == 0) std::memcpy(buffer.data_ptr(), bytes.data(), bytes.size());
+  if (absl::Status s = c.comm->Broadcast(buffer, 0); !s.ok()) return s;
+  bytes.assign(static_cast<char*>(buffer.data_ptr()),
+               static_cast<char*>(buffer.data_ptr()) + buffer.numel());
+  auto position = RestoreCheckpoint(bytes, name, model, optimizer);
+  if (!position.ok()) return position.status();
+  if (position->epoch_batch > 0 &&
+      (position->world_size != c.world_size ||
+       position->batch_size != c.spec.batch_size())) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s stops mid-epoch (epoch %d, batch %d) under %d rank(s) of batch "
+        "%d; this job has %d rank(s) of batch %d: resume mid-epoch with the "
+        "same world size and batch size",
+        name, position->epoch, position->epoch_batch, position->world_size,
+        position->batch_size, c.world_size, c.spec.batch_size()));
   }
-  const std::vector<char> bytes = torch::pickle_save(c10::IValue(state));
-  const std::string path = absl::StrCat(dir, "/model-step-", step, ".pt");
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) return absl::DataLossError(absl::StrCat("cannot write ", tmp));
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return absl::DataLossError(absl::StrCat("cannot rename ", tmp));
-  return path;
+  return position;
 }
 
 }  // namespace
@@ -149,14 +167,37 @@ absl::StatusOr<TrainResult> Train(const TrainContext& c) {
   auto reducer = Reducer::Create((*model)->parameters(), c.comm, ro);
   if (!reducer.ok()) return reducer.status();
   auto optimizer = MakeOptimizer(spec.optimizer(), (*model)->parameters());
+  TrainPosition start;
+  if (!spec.checkpoint().resume_from().empty()) {
+    auto resumed = Resume(c, **model, *optimizer);
+    if (!resumed.ok()) return resumed.status();
+    start = *resumed;
+  }
 
   TrainResult result;
-  int64_t step = 0;
-  for (int epoch = 0; epoch < spec.epochs(); ++epoch) {
+  int64_t step = start.step;
+  std::map<std::string, std::string> metadata = c.metadata;
+  metadata["job_spec"] = spec.ShortDebugString();
+  // Rank 0 checkpoints; `epoch`/`epoch_batch` name the next batch to train.
+  auto checkpoint = [&](int64_t epoch, int64_t epoch_batch) -> absl::Status {
+    if (c.rank != 0 || spec.checkpoint().directory().empty()) {
+      return absl::OkStatus();
+    }
+    TrainPosition at{epoch, epoch_batch, step, c.world_size, spec.batch_size()};
+    auto path = WriteCheckpoint(**model, *optimizer, at, metadata,
+                                spec.checkpoint().directory());
+    if (!path.ok()) return path.status();
+    result.checkpoint = *path;
+    return absl::OkStatus();
+  };
+  for (int epoch = static_cast<int>(start.epoch); epoch < spec.epochs();
+       ++epoch) {
     if (c.epoch) c.epoch->store(epoch);
     auto indices = c.shard(epoch, /*eval=*/false);
     if (!indices.ok()) return indices.status();
-    if (absl::Status s = (*loader)->StartEpoch(epoch, *indices); !s.ok()) {
+    const int64_t first_batch = epoch == start.epoch ? start.epoch_batch : 0;
+    if (absl::Status s = (*loader)->StartEpoch(epoch, *indices, first_batch);
+        !s.ok()) {
       return s;
     }
     const int64_t steps_per_epoch = (*loader)->num_batches();
@@ -220,12 +261,10 @@ absl::StatusOr<TrainResult> Train(const TrainContext& c) {
       }
       if (c.on_step) c.on_step(m);
       const int64_t interval = spec.checkpoint().interval_steps();
-      if (c.rank == 0 && sync && !spec.checkpoint().directory().empty() &&
-          interval > 0 && step % interval == 0) {
-        auto path =
-            SaveCheckpoint(**model, spec.checkpoint().directory(), step);
-        if (!path.ok()) return path.status();
-        result.checkpoint = *path;
+      if (sync && interval > 0 && step % interval == 0) {
+        if (absl::Status s = checkpoint(epoch, batch.index + 1); !s.ok()) {
+          return s;
+        }
       }
     }
     if (eval_loader) {
@@ -270,11 +309,7 @@ absl::StatusOr<TrainResult> Train(const TrainContext& c) {
       if (c.rank == 0 && c.on_eval) c.on_eval(e);
     }
   }
-  if (c.rank == 0 && !spec.checkpoint().directory().empty()) {
-    auto path = SaveCheckpoint(**model, spec.checkpoint().directory(), step);
-    if (!path.ok()) return path.status();
-    result.checkpoint = *path;
-  }
+  if (absl::Status s = checkpoint(spec.epochs(), 0); !s.ok()) return s;
   result.steps = step;
   return result;
 }

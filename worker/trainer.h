@@ -2,7 +2,9 @@
 // runs forward/backward with LibTorch, averages gradients with the Reducer
 // (DDP semantics), steps the optimizer, evaluates exactly over the test
 // split at each epoch end (every test sample counted once across ranks) and
-// writes checkpoints on rank 0.
+// writes checkpoints on rank 0 (worker/checkpoint.h). With
+// spec.checkpoint.resume_from set, every rank starts from that checkpoint's
+// model, optimizer, RNG and position (mid-epoch included).
 //
 // Thread safety: Train() runs on one thread; `cancel` and the progress
 // counters may be touched from others.
@@ -11,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,8 @@ struct TrainContext {
   std::atomic<int64_t>* step = nullptr;  // progress for heartbeats
   std::atomic<int>* epoch = nullptr;
   int checksum_every = 50;  // steps between cross-rank parameter checks
+  // Written into checkpoints (torchrun names, job id, ...).
+  std::map<std::string, std::string> metadata;
 };
 
 struct TrainResult {

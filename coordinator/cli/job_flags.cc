@@ -95,6 +95,7 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
   if (f.checkpoint_interval) {
     spec.mutable_checkpoint()->set_interval_steps(*f.checkpoint_interval);
   }
+  if (f.resume_from) spec.mutable_checkpoint()->set_resume_from(*f.resume_from);
   if (f.grad_accumulation)
     spec.set_grad_accumulation_steps(*f.grad_accumulation);
   if (f.bucket_cap_bytes) spec.set_bucket_cap_bytes(*f.bucket_cap_bytes);
@@ -120,6 +121,7 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
   };
   absolute(spec.mutable_dataset()->mutable_path());
   absolute(spec.mutable_checkpoint()->mutable_directory());
+  absolute(spec.mutable_checkpoint()->mutable_resume_from());
   return spec;
 }
 

@@ -15,7 +15,7 @@ namespace gradsync::cli {
 struct JobFlags {
   std::string file;
   std::optional<std::string> name, dataset, split, eval_split, model, optimizer,
-      augmentation, backend, checkpoint_dir, compression;
+      augmentation, backend, checkpoint_dir, compression, resume_from;
   std::optional<int> epochs, batch_size, loader_threads, prefetch_depth,
       workers, min_workers, max_workers, channels, grad_accumulation;
   std::optional<double> lr, momentum, weight_decay;

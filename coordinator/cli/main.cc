@@ -89,6 +89,9 @@ int main(int argc, char** argv) {
   submit->add_option("--checkpoint-dir", f.checkpoint_dir, "checkpoints");
   submit->add_option("--checkpoint-interval", f.checkpoint_interval,
                      "steps between checkpoints");
+  submit->add_option("--resume-from", f.resume_from,
+                     "start from this checkpoint file, or a directory's "
+                     "latest");
   submit->add_option("--collective-timeout-ms", f.collective_timeout_ms,
                      "deadline of each collective");
   submit->add_option("--grad-accumulation", f.grad_accumulation,

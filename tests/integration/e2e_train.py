@@ -3,7 +3,8 @@
 gradsync-worker processes train fashion_cnn on a subset of the real
 Fashion-MNIST (200 train + 50 test images per class) and must exceed a stated
 accuracy; both ranks report metrics; a job cancelled while RUNNING leaves the
-workers idle and reusable; the checkpoint has plain parameter names.
+workers idle and reusable; the checkpoint has plain parameter names, loads
+in Python PyTorch (model and Adam state) and a second job resumes from it.
 
 Usage: e2e_train.py BIN_DIR WORK_DIR"""
 import json
@@ -160,7 +161,7 @@ def main():
     make_subset(full, subset)
     ckpt = os.path.join(work, "ckpt")
     import shutil
-    for stale in ("state", "ckpt"):  # every run starts from a clean slate
+    for stale in ("state", "ckpt", "ckpt-resumed"):  # every run starts from a clean slate
         shutil.rmtree(os.path.join(work, stale), ignore_errors=True)
     cluster = Cluster(bin_dir, work)
     ok = False
@@ -187,11 +188,42 @@ def main():
         ckpts = [f for f in os.listdir(ckpt) if f.endswith(".pt")]
         assert ckpts, "no checkpoint written"
         import torch
-        state = torch.load(os.path.join(ckpt, ckpts[0]))
+        saved = torch.load(os.path.join(ckpt, ckpts[0]))
+        state = saved["model"]
         assert "layer1.0.weight" in state and "fc3.bias" in state, list(state)
         assert not any(k.startswith("module.") for k in state), list(state)
+        assert (saved["epoch"], saved["epoch_batch"], saved["step"]) == (1, 0, 20)
+        meta = saved["metadata"]
+        assert meta["RANK"] == "0" and meta["WORLD_SIZE"] == "2", meta
+        assert meta["MASTER_ADDR"] and int(meta["MASTER_PORT"]) > 0, meta
         check_python_predictions(bin_dir, os.path.join(ckpt, ckpts[0]),
                                  subset, state)
+        # The optimizer state loads into Python's Adam, too.
+        model = seeds_fashion_cnn()
+        model.load_state_dict(state)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        opt.load_state_dict(saved["optimizer"])
+        assert float(opt.state_dict()["state"][0]["step"]) == 20
+
+        # 1b. Resume from that checkpoint for a second epoch: training
+        # continues at step 21 with the saved model, optimizer and RNG.
+        resumed = json.loads(cluster.cli(
+            "--json", "submit", "--name", "e2e-resume", "--dataset", subset,
+            "--eval-split", "test", "--model", "fashion_cnn", "--epochs", "2",
+            "--batch-size", "50", "-n", "2", "--resume-from", ckpt,
+            "--checkpoint-dir", ckpt + "-resumed").stdout)
+        assert cluster.cli("watch", resumed["id"], timeout=600,
+                           check=False).returncode == 0
+        done = json.loads(cluster.cli("--json", "status", resumed["id"]).stdout)
+        assert done["state"] == "JOB_STATE_SUCCEEDED", done["message"]
+        ranks = done["metrics"]["ranks"]
+        assert all(int(r["steps_reported"]) == 20 for r in ranks), ranks
+        assert all(int(r["last"]["step"]) == 40 for r in ranks), ranks
+        evals = done["metrics"]["eval"]
+        assert [int(e.get("epoch", 0)) for e in evals] == [1], evals
+        print(f"e2e: resumed at step 21, epoch 2 accuracy "
+              f"{100 * evals[-1]['accuracy']:.2f}%")
+        assert os.listdir(ckpt + "-resumed") == ["model-step-40.pt"]
 
         # 2. Cancel while RUNNING: workers become idle and are reusable.
         long = json.loads(cluster.cli(

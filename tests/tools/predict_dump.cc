@@ -1,7 +1,7 @@
-// predict_dump MODEL CHECKPOINT IMAGE...: loads a gradsync checkpoint (the
-// state dict rank 0 writes) into the C++ model and prints, per image, the
-// predicted class and the logits. tests/integration/e2e_train.py compares
-// them with the same checkpoint loaded in Python PyTorch.
+// predict_dump MODEL CHECKPOINT IMAGE...: loads a gradsync checkpoint's
+// "model" state dict (worker/checkpoint.h) into the C++ model and prints, per
+// image, the predicted class and the logits. tests/integration/e2e_train.py
+// compares them with the same checkpoint loaded in Python PyTorch.
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   std::ifstream in(argv[2], std::ios::binary);
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
   c10::Dict<c10::IValue, c10::IValue> state =
-      torch::pickle_load(bytes).toGenericDict();
+      torch::pickle_load(bytes).toGenericDict().at("model").toGenericDict();
   auto first = gradsync::DecodeImageFile(argv[3], 0);
   if (!first.ok()) {
     std::fprintf(stderr, "%s\n", first.status().ToString().c_str());

@@ -1,0 +1,67 @@
+// Checkpoint: what rank 0 writes so a job can resume exactly where it was.
+//
+// One file per checkpoint, <dir>/model-step-<step>.pt, written atomically
+// (write <path>.tmp, then rename). It is a pickled dict in PyTorch's usual
+// checkpoint shape, readable with Python's torch.load:
+//   "model":     state_dict (parameter and buffer names, no wrapper prefix)
+//   "optimizer": optimizer.state_dict() layout: {"state": {index: {...}},
+//                "param_groups": [{..., "params": [indices]}]}
+//   "epoch", "epoch_batch", "step": where training stands: the next batch to
+//                train is batch `epoch_batch` of epoch `epoch`; `step` counts
+//                batches trained so far; "world_size", "batch_size": the
+//                sharding that position refers to
+//   "rng_state": torch.get_rng_state() of the writer (dropout etc.)
+//   "metadata":  strings (torchrun names RANK, WORLD_SIZE, ..., job id, spec)
+//
+// Restoring takes the bytes of such a file (rank 0 reads them and broadcasts
+// them, so hosts need no shared file system) and loads model, optimizer
+// state and the torch RNG; it fails with INVALID_ARGUMENT naming the first
+// parameter whose name or shape does not match the model.
+//
+// Thread safety: none; call from the training thread.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace gradsync {
+
+struct TrainPosition {
+  int64_t epoch = 0;        // epoch of the next batch
+  int64_t epoch_batch = 0;  // its index within that epoch
+  int64_t step = 0;         // batches trained so far
+  // The writer's world size and per-rank batch size: a mid-epoch position
+  // only means the same samples under the same sharding.
+  int64_t world_size = 1;
+  int64_t batch_size = 0;
+};
+
+// Writes a checkpoint of `model`, `optimizer` and the torch CPU RNG into
+// `dir` (created if missing); returns the file's path.
+absl::StatusOr<std::string> WriteCheckpoint(
+    torch::nn::Module& model, torch::optim::Optimizer& optimizer,
+    const TrainPosition& position,
+    const std::map<std::string, std::string>& metadata, const std::string& dir);
+
+// `path` itself if it names a file; the checkpoint with the highest step if
+// it names a directory. NOT_FOUND when neither exists or the directory holds
+// no checkpoint.
+absl::StatusOr<std::string> ResolveCheckpoint(const std::string& path);
+
+absl::StatusOr<std::vector<char>> ReadFileBytes(const std::string& path);
+
+// Loads a checkpoint's bytes into `model` and `optimizer` (which must be
+// the same model and optimizer type as the writer's) and sets the torch CPU
+// RNG. `name` is used in error messages.
+absl::StatusOr<TrainPosition> RestoreCheckpoint(
+    const std::vector<char>& bytes, const std::string& name,
+    torch::nn::Module& model, torch::optim::Optimizer& optimizer);
+
+}  // namespace gradsync
