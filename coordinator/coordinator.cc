@@ -221,6 +221,15 @@ void Coordinator::Transition(JobEntry& entry, v1::JobState to,
 
 // ---------------------------------------------------------------- scheduler
 
+namespace {
+bool HasGpu(const v1::WorkerInfo& w) {
+  for (const v1::Device& d : w.devices()) {
+    if (d.kind() == "cuda") return true;
+  }
+  return false;
+}
+}  // namespace
+
 void Coordinator::Schedule() {
   if (shut_down_) return;
   std::vector<JobEntry*> pending;
@@ -250,9 +259,24 @@ void Coordinator::Schedule() {
 bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
   v1::Job& job = entry.job;
   const v1::WorldSize& ws = job.spec().world_size();
-  if (static_cast<int>(idle.size()) < ws.min_workers()) return false;
-  const int world = std::min<int>(ws.max_workers(), idle.size());
-  std::vector<WorkerEntry*> chosen(idle.begin(), idle.begin() + world);
+  // backend nccl runs only on workers with a GPU; auto takes NCCL when every
+  // chosen worker has one.
+  const bool needs_gpu = job.spec().backend() == v1::BACKEND_NCCL;
+  std::vector<WorkerEntry*> eligible;
+  for (WorkerEntry* w : idle) {
+    if (!needs_gpu || HasGpu(w->info)) eligible.push_back(w);
+  }
+  if (static_cast<int>(eligible.size()) < ws.min_workers()) {
+    if (needs_gpu && eligible.size() < idle.size()) {
+      job.set_message(
+          absl::StrCat("backend nccl: waiting for ", ws.min_workers(),
+                       " idle worker(s) with a GPU; ", eligible.size(), " of ",
+                       idle.size(), " idle have one"));
+    }
+    return false;
+  }
+  const int world = std::min<int>(ws.max_workers(), eligible.size());
+  std::vector<WorkerEntry*> chosen(eligible.begin(), eligible.begin() + world);
   // Ranks grouped by host, as torchrun numbers them node by node.
   std::stable_sort(chosen.begin(), chosen.end(),
                    [](const WorkerEntry* a, const WorkerEntry* b) {
@@ -264,12 +288,24 @@ bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
     job.set_message(std::string(port.status().message()));
     return false;
   }
-  idle.erase(idle.begin(), idle.begin() + world);
+  idle.erase(std::remove_if(idle.begin(), idle.end(),
+                            [&chosen](WorkerEntry* w) {
+                              return std::find(chosen.begin(), chosen.end(),
+                                               w) != chosen.end();
+                            }),
+             idle.end());
+  const bool all_gpu =
+      std::all_of(chosen.begin(), chosen.end(),
+                  [](WorkerEntry* w) { return HasGpu(w->info); });
 
   job.set_attempt(job.attempt() + 1);
   job.set_world_size(world);
   job.set_master_addr(master);
   job.set_master_port(*port);
+  job.set_backend(job.spec().backend() != v1::BACKEND_AUTO
+                      ? job.spec().backend()
+                  : all_gpu ? v1::BACKEND_NCCL
+                            : v1::BACKEND_GLOO);
   job.clear_ranks();
   entry.joined.clear();
   entry.completed.clear();
@@ -298,7 +334,8 @@ bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
              absl::StrCat("attempt ", job.attempt(), ": ", world,
                           " worker(s) assigned (ranks ",
                           absl::StrJoin(described, ", "), "), master ", master,
-                          ":", *port));
+                          ":", *port, ", backend ",
+                          job.backend() == v1::BACKEND_NCCL ? "nccl" : "gloo"));
   return true;
 }
 
@@ -313,6 +350,7 @@ v1::Assignment Coordinator::MakeAssignment(const JobEntry& entry,
   a.set_local_rank(job.ranks(rank).local_rank());
   a.set_master_addr(job.master_addr());
   a.set_master_port(job.master_port());
+  a.set_backend(job.backend());
   *a.mutable_peers() = job.ranks();
   *a.mutable_spec() = job.spec();
   a.set_train_samples(job.train_samples());

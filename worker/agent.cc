@@ -198,10 +198,8 @@ void Agent::RunTask(Task* task) {
       FlushMetrics(task);
     }
   });
-  if (spec.backend() == v1::BACKEND_NCCL) {
-    status = absl::UnimplementedError(
-        "backend nccl is not available in this build yet; use gloo or auto");
-  } else {
+  int cuda_device = 0;
+  {
     CommOptions co;
     co.rank = a.rank();
     co.size = a.world_size();
@@ -209,7 +207,15 @@ void Agent::RunTask(Task* task) {
         std::make_shared<CoordinatorStore>(stub_, a.job_id(), a.attempt());
     co.timeout = absl::Milliseconds(spec.collective_timeout_ms());
     co.hostname = options_.host;
-    auto created = CreateGlooCommunicator(co);
+    absl::StatusOr<std::unique_ptr<Communicator>> created;
+    if (a.backend() == v1::BACKEND_NCCL) {
+      // One GPU per rank: local ranks take this host's GPUs in turn.
+      const int gpus = static_cast<int>(DiscoverDevices().cuda.size());
+      cuda_device = gpus > 0 ? a.local_rank() % gpus : 0;
+      created = CreateNcclCommunicator(co, cuda_device);
+    } else {
+      created = CreateGlooCommunicator(co);
+    }
     if (!created.ok()) {
       status = created.status();
     } else {
@@ -225,6 +231,7 @@ void Agent::RunTask(Task* task) {
     c.train_samples = a.train_samples();
     c.eval_samples = a.eval_samples();
     c.comm = task->comm_owned.get();
+    c.cuda_device = cuda_device;
     c.cancel = &task->cancel;
     c.step = &task->step;
     c.epoch = &task->epoch;

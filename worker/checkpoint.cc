@@ -45,15 +45,15 @@ IValue OptimizerState(torch::optim::Optimizer& optimizer) {
     if (adam != nullptr) {
       const auto& s = static_cast<torch::optim::AdamParamState&>(*it->second);
       entry.insert("step", torch::tensor(static_cast<float>(s.step())));
-      entry.insert("exp_avg", s.exp_avg());
-      entry.insert("exp_avg_sq", s.exp_avg_sq());
+      entry.insert("exp_avg", s.exp_avg().cpu());
+      entry.insert("exp_avg_sq", s.exp_avg_sq().cpu());
       if (s.max_exp_avg_sq().defined()) {
-        entry.insert("max_exp_avg_sq", s.max_exp_avg_sq());
+        entry.insert("max_exp_avg_sq", s.max_exp_avg_sq().cpu());
       }
     } else {
       const auto& s = static_cast<torch::optim::SGDParamState&>(*it->second);
       entry.insert("momentum_buffer", s.momentum_buffer().defined()
-                                          ? IValue(s.momentum_buffer())
+                                          ? IValue(s.momentum_buffer().cpu())
                                           : IValue());
     }
     state.insert(static_cast<int64_t>(i), entry);
@@ -100,6 +100,10 @@ absl::Status RestoreOptimizer(const GenericDict& saved, const std::string& name,
     }
     const GenericDict entry = item.value().toGenericDict();
     const std::string key = StateKey(params[i]);
+    // Saved on the CPU; restored onto the parameter's device.
+    auto restore = [&](const char* name) {
+      return entry.at(name).toTensor().to(params[i].options(), false, true);
+    };
     if (adam != nullptr) {
       if (!entry.contains("exp_avg")) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -109,10 +113,10 @@ absl::Status RestoreOptimizer(const GenericDict& saved, const std::string& name,
       }
       auto s = std::make_unique<torch::optim::AdamParamState>();
       s->step(static_cast<int64_t>(entry.at("step").toTensor().item<double>()));
-      s->exp_avg(entry.at("exp_avg").toTensor().clone());
-      s->exp_avg_sq(entry.at("exp_avg_sq").toTensor().clone());
+      s->exp_avg(restore("exp_avg"));
+      s->exp_avg_sq(restore("exp_avg_sq"));
       if (entry.contains("max_exp_avg_sq")) {
-        s->max_exp_avg_sq(entry.at("max_exp_avg_sq").toTensor().clone());
+        s->max_exp_avg_sq(restore("max_exp_avg_sq"));
       }
       optimizer.state()[key] = std::move(s);
     } else {
@@ -124,7 +128,7 @@ absl::Status RestoreOptimizer(const GenericDict& saved, const std::string& name,
       }
       auto s = std::make_unique<torch::optim::SGDParamState>();
       const IValue buffer = entry.at("momentum_buffer");
-      if (buffer.isTensor()) s->momentum_buffer(buffer.toTensor().clone());
+      if (buffer.isTensor()) s->momentum_buffer(restore("momentum_buffer"));
       optimizer.state()[key] = std::move(s);
     }
   }
@@ -181,10 +185,10 @@ absl::StatusOr<std::string> WriteCheckpoint(
   }
   c10::Dict<std::string, at::Tensor> weights;
   for (const auto& item : model.named_parameters()) {
-    weights.insert(item.key(), item.value().detach());
+    weights.insert(item.key(), item.value().detach().cpu());
   }
   for (const auto& item : model.named_buffers()) {
-    weights.insert(item.key(), item.value().detach());
+    weights.insert(item.key(), item.value().detach().cpu());
   }
   c10::Dict<std::string, std::string> meta;
   for (const auto& [key, value] : metadata) meta.insert(key, value);

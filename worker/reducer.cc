@@ -65,7 +65,9 @@ absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(
       r->offset_of_[bucket.params[k]] = bucket.offsets[k];
       numel += r->params_[bucket.params[k]].numel();
     }
-    bucket.flat = torch::zeros({numel});
+    // On the parameters' device: CUDA buckets go to NCCL in place.
+    bucket.flat = torch::zeros(
+        {numel}, r->params_[bucket.params[0]].options().dtype(torch::kFloat));
   }
   // Post-hooks on the gradient accumulators fire once a parameter's .grad
   // holds this step's gradient.

@@ -150,6 +150,13 @@ absl::StatusOr<TrainResult> Train(const TrainContext& c) {
   shape.classes = static_cast<int>((*train_set)->classes().size());
   auto model = MakeModel(spec.model(), shape);
   if (!model.ok()) return model.status();
+  // Compute runs on the GPU when the communicator is NCCL and this LibTorch
+  // has CUDA; otherwise on the CPU (NCCL then stages through device memory).
+  const torch::Device device =
+      c.comm->backend() == "nccl" && torch::cuda::is_available()
+          ? torch::Device(torch::kCUDA, c.cuda_device)
+          : torch::Device(torch::kCPU);
+  (*model)->to(device);
   if (absl::Status s = Reducer::BroadcastModel(**model, *c.comm); !s.ok()) {
     return s;
   }
@@ -219,7 +226,8 @@ absl::StatusOr<TrainResult> Train(const TrainContext& c) {
           micro == accumulate - 1 || batch.index == steps_per_epoch - 1;
       if (micro == 0) optimizer->zero_grad();
       torch::Tensor loss = torch::nn::functional::cross_entropy(
-          (*model)->forward(batch.images), batch.labels);
+          (*model)->forward(batch.images.to(device, /*non_blocking=*/true)),
+          batch.labels.to(device, /*non_blocking=*/true));
       (*reducer)->set_require_sync(sync);
       if (sync) (*reducer)->PrepareForBackward();
       (accumulate > 1 ? loss / accumulate : loss).backward();
@@ -282,7 +290,8 @@ absl::StatusOr<TrainResult> Train(const TrainContext& c) {
         auto got = eval_loader->Next(&eb);
         if (!got.ok()) return got.status();
         if (!*got) break;
-        torch::Tensor logits = (*model)->forward(eb.images);
+        torch::Tensor logits =
+            (*model)->forward(eb.images.to(device)).to(torch::kCPU);
         loss_sum +=
             torch::nn::functional::cross_entropy(
                 logits, eb.labels,

@@ -31,6 +31,7 @@ struct TrainContext {
   int64_t train_samples = 0;  // what the coordinator counted
   int64_t eval_samples = 0;
   Communicator* comm = nullptr;
+  int cuda_device = 0;  // GPU used with the NCCL backend and CUDA LibTorch
   // The rank's sample indices for an epoch (train or eval split).
   std::function<absl::StatusOr<std::vector<int64_t>>(int epoch, bool eval)>
       shard;

@@ -193,5 +193,42 @@ TEST(RendezvousTest, CancelWakesBlockedStoreCalls) {
   EXPECT_NE(s.error_message().find("CANCELLED"), std::string::npos);
 }
 
+// backend auto resolves to NCCL only when every rank has a GPU; backend
+// nccl waits for (and only takes) workers with one.
+TEST(BackendTest, ResolvedFromTheWorkersDevices) {
+  TestCluster c;
+  SimWorker cpu(c.workers(), "host-a");
+  v1::Job job = c.Submit(c.Spec(1));  // auto
+  v1::Assignment a = cpu.AwaitAssignment();
+  EXPECT_EQ(a.backend(), v1::BACKEND_GLOO);
+  EXPECT_EQ(c.Get(job.id()).backend(), v1::BACKEND_GLOO);
+  ASSERT_TRUE(cpu.Complete(true).ok());
+
+  SimWorker gpu(c.workers(), "host-b", /*gpus=*/1);
+  v1::JobSpec nccl = c.Spec(1);
+  nccl.set_backend(v1::BACKEND_NCCL);
+  job = c.Submit(nccl);
+  a = gpu.AwaitAssignment();  // the CPU worker, idle longer, is passed over
+  EXPECT_EQ(a.backend(), v1::BACKEND_NCCL);
+  bool named = false;  // the RENDEZVOUS transition names the backend
+  const v1::Job started = c.Get(job.id());
+  for (const auto& t : started.transitions()) {
+    named |= t.reason().find("backend nccl") != std::string::npos;
+  }
+  EXPECT_TRUE(named);
+  ASSERT_TRUE(gpu.Complete(true).ok());
+
+  v1::JobSpec two = c.Spec(2);
+  two.set_backend(v1::BACKEND_NCCL);
+  job = c.Submit(two);
+  v1::HeartbeatResponse r;
+  ASSERT_TRUE(cpu.Heartbeat(&r).ok());
+  ASSERT_TRUE(gpu.Heartbeat(&r).ok());
+  const v1::Job waiting = c.Get(job.id());
+  EXPECT_EQ(waiting.state(), v1::JOB_STATE_PENDING);
+  EXPECT_NE(waiting.message().find("1 of 2 idle have one"), std::string::npos)
+      << waiting.message();
+}
+
 }  // namespace
 }  // namespace gradsync::testing

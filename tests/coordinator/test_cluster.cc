@@ -127,10 +127,16 @@ v1::Job TestCluster::WaitForState(const std::string& job_id,
   return last;
 }
 
-SimWorker::SimWorker(v1::WorkerService::Stub& stub, std::string host)
+SimWorker::SimWorker(v1::WorkerService::Stub& stub, std::string host, int gpus)
     : stub_(stub) {
   v1::RegisterWorkerRequest request;
   request.set_host(std::move(host));
+  for (int i = 0; i < gpus; ++i) {
+    v1::Device* d = request.add_devices();
+    d->set_kind("cuda");
+    d->set_index(i);
+    d->set_name("simulated GPU");
+  }
   v1::RegisterWorkerResponse response;
   grpc::Status s = stub_.RegisterWorker(Ctx().get(), request, &response);
   EXPECT_TRUE(s.ok()) << s.error_message();

@@ -60,7 +60,8 @@ std::unique_ptr<grpc::ClientContext> Ctx(double seconds = 10);
 
 class SimWorker {
  public:
-  SimWorker(v1::WorkerService::Stub& stub, std::string host);
+  // Registers with `gpus` CUDA devices (0 = a CPU-only worker).
+  SimWorker(v1::WorkerService::Stub& stub, std::string host, int gpus = 0);
 
   const std::string& id() const { return id_; }
   // One heartbeat carrying the worker's current task (if any).
