@@ -21,23 +21,32 @@ class FashionCnn : public ImageClassifier {
                                  nn::BatchNorm2d(64), nn::ReLU(),
                                  nn::MaxPool2d(nn::MaxPool2dOptions(2))));
     fc1 = register_module("fc1", nn::Linear(64 * 6 * 6, 600));
-    drop = register_module("drop", nn::Dropout2d(0.25));
     fc2 = register_module("fc2", nn::Linear(600, 120));
     fc3 = register_module("fc3", nn::Linear(120, s.classes));
   }
   torch::Tensor forward(torch::Tensor x) override {
     x = layer2->forward(layer1->forward(x));
     x = x.view({x.size(0), -1});
-    // The seeds apply Dropout2d to the (N, 600) activations.
-    x = drop->forward(fc1->forward(x));
+    // The seeds apply nn.Dropout2d(0.25) to the (N, 600) activations.
+    x = PythonDropout2d(fc1->forward(x), 0.25, is_training());
     return fc3->forward(fc2->forward(x));
   }
 
  private:
   nn::Sequential layer1{nullptr}, layer2{nullptr};
   nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
-  nn::Dropout2d drop{nullptr};
 };
+
+}  // namespace
+
+torch::Tensor PythonDropout2d(const torch::Tensor& x, double p, bool training) {
+  // Python calls feature_dropout on the tensor as it is; LibTorch's
+  // Dropout2d would first unsqueeze a 2-D input into one (1, N, C) sample
+  // and so drop whole rows (samples) instead of single activations.
+  return torch::feature_dropout(x, p, training);
+}
+
+namespace {
 
 class LeNet : public ImageClassifier {
  public:

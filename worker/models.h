@@ -29,6 +29,12 @@ struct ModelShape {
   int classes = 10;
 };
 
+// Python's F.dropout2d on any input (feature_dropout as is): on the
+// fashion_cnn's (N, 600) activations it drops single activations, like the
+// seeds' nn.Dropout2d in PyTorch 1.13, not whole samples as LibTorch's
+// Dropout2d module does for 2-D input.
+torch::Tensor PythonDropout2d(const torch::Tensor& x, double p, bool training);
+
 // INVALID_ARGUMENT for an unknown name or a shape the model cannot take
 // (fashion_cnn needs 28x28).
 absl::StatusOr<std::shared_ptr<ImageClassifier>> MakeModel(

@@ -154,6 +154,20 @@ TEST(ReducerTest, BucketsFollowDdpLayout) {
   }
 }
 
+// The seeds' Dropout2d on (N, 600) drops single activations in Python; a
+// whole sample's activations are never all dropped together.
+TEST(ModelsTest, Dropout2dOnFlatActivationsDropsElementsLikePython) {
+  torch::manual_seed(3);
+  const torch::Tensor y = PythonDropout2d(torch::ones({256, 600}), 0.25, true);
+  const torch::Tensor zeros_per_row = y.eq(0).sum(1);
+  EXPECT_EQ(zeros_per_row.eq(600).sum().item<int64_t>(), 0);
+  EXPECT_EQ(zeros_per_row.eq(0).sum().item<int64_t>(), 0);
+  EXPECT_NEAR(y.eq(0).to(torch::kFloat).mean().item<float>(), 0.25, 0.01);
+  EXPECT_FLOAT_EQ(y.max().item<float>(), 1 / 0.75f);
+  EXPECT_TRUE(torch::equal(PythonDropout2d(torch::ones({4, 6}), 0.25, false),
+                           torch::ones({4, 6})));
+}
+
 TEST(ModelsTest, ShapesAndNames) {
   ModelShape fm;
   auto cnn = MakeModel("fashion_cnn", fm);
