@@ -5,11 +5,13 @@ machine, same run, real Fashion-MNIST, FashionCNN (the seeds' model), Adam
   * PyTorch DDP (python3-torch, gloo, DistributedSampler, torchvision
     ImageFolder + ToTensor, 2 DataLoader workers per rank),
   * gradsync: a coordinator and two gradsync-worker processes.
-Prints samples/s of each, the ratio, and the test accuracy of both after the
-same number of epochs. --scaling also runs gradsync on 1 worker.
+Both are timed over training plus an exact test evaluation after every
+epoch (gradsync: its RUNNING -> SUCCEEDED transitions; DDP: the same loop in
+the rank processes). Prints samples/s of each, the ratio, and the test
+accuracy of both after the same number of epochs. --scaling also runs gradsync on 1 worker.
 
 Usage: bench/train_vs_ddp.py [--bin build/bin] [--data data/fashion-mnist]
-       [--epochs 1] [--scaling]
+       [--epochs 1] [--seeds 0,1,2] [--scaling]
 """
 import argparse
 import json
@@ -21,7 +23,7 @@ import tempfile
 import time
 
 
-def ddp_rank(rank, world, init, data, epochs, out):
+def ddp_rank(rank, world, init, data, epochs, out, seed):
     import torch
     import torch.distributed as dist
     import torch.nn as nn
@@ -31,7 +33,7 @@ def ddp_rank(rank, world, init, data, epochs, out):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=init, rank=rank,
                             world_size=world)
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
 
     class FashionCNN(nn.Module):
         def __init__(self):
@@ -53,10 +55,28 @@ def ddp_rank(rank, world, init, data, epochs, out):
     tf = transforms.Compose([transforms.Grayscale(), transforms.ToTensor()])
     train = datasets.ImageFolder(os.path.join(data, "train"), tf)
     test = datasets.ImageFolder(os.path.join(data, "test"), tf)
-    sampler = DistributedSampler(train, num_replicas=world, rank=rank, seed=0)
+    sampler = DistributedSampler(train, num_replicas=world, rank=rank,
+                                 seed=seed)
     loader = DataLoader(train, batch_size=100, sampler=sampler, num_workers=2)
     model = nn.parallel.DistributedDataParallel(FashionCNN())
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    # Exact evaluation after every epoch, as gradsync does: rank r takes
+    # test[r::world], no padding.
+    idx = list(range(rank, len(test), world))
+    tl = DataLoader(torch.utils.data.Subset(test, idx), batch_size=500)
+
+    def evaluate():
+        model.eval()
+        correct = torch.zeros(2)
+        with torch.no_grad():
+            for x, y in tl:
+                correct[0] += (model(x).argmax(1) == y).sum()
+                correct[1] += y.numel()
+        dist.all_reduce(correct)
+        return (correct[0] / correct[1]).item()
+
+    # Timed like gradsync's RUNNING -> SUCCEEDED: training plus the
+    # per-epoch evaluations.
     samples, start = 0, time.perf_counter()
     for epoch in range(epochs):
         sampler.set_epoch(epoch)
@@ -66,41 +86,32 @@ def ddp_rank(rank, world, init, data, epochs, out):
             nn.functional.cross_entropy(model(x), y).backward()
             opt.step()
             samples += x.size(0)
+        accuracy = evaluate()
     elapsed = time.perf_counter() - start
-    # Exact evaluation: rank r takes test[r::world], no padding.
-    model.eval()
-    idx = list(range(rank, len(test), world))
-    tl = DataLoader(torch.utils.data.Subset(test, idx), batch_size=500)
-    correct = torch.zeros(2)
-    with torch.no_grad():
-        for x, y in tl:
-            correct[0] += (model(x).argmax(1) == y).sum()
-            correct[1] += y.numel()
-    dist.all_reduce(correct)
     rate = torch.tensor([samples / elapsed])
     dist.all_reduce(rate)
     if rank == 0:
         with open(out, "w") as f:
             json.dump({"samples_per_s": rate.item(),
-                       "accuracy": (correct[0] / correct[1]).item(),
+                       "accuracy": accuracy,
                        "seconds": elapsed}, f)
     dist.destroy_process_group()
 
 
-def run_ddp(data, epochs):
+def run_ddp(data, epochs, seed):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "ddp.json")
         procs = [subprocess.Popen(
             [sys.executable, __file__, "--ddp-rank", str(r), "--init",
              f"file://{tmp}/store", "--out", out, "--data", data, "--epochs",
-             str(epochs)]) for r in range(2)]
+             str(epochs), "--seed", str(seed)]) for r in range(2)]
         for p in procs:
             p.wait()
         with open(out) as f:
             return json.load(f)
 
 
-def run_gradsync(bin_dir, data, epochs, workers):
+def run_gradsync(bin_dir, data, epochs, workers, seed):
     with tempfile.TemporaryDirectory() as tmp:
         coord = subprocess.Popen(
             [f"{bin_dir}/gradsync-coordinator", "--listen", "127.0.0.1:0"],
@@ -119,12 +130,10 @@ def run_gradsync(bin_dir, data, epochs, workers):
                  "--dataset", data, "--eval-split", "test", "--model",
                  "fashion_cnn", "--epochs", str(epochs), "--batch-size", "100",
                  "--optimizer", "adam", "--lr", "0.001", "--loader-threads", "2",
-                 "-n", str(workers)], check=True, capture_output=True,
+                 "--seed", str(seed), "-n", str(workers)], check=True, capture_output=True,
                 text=True).stdout)
-            start = time.perf_counter()
             subprocess.run([f"{bin_dir}/gradsync", "-c", address, "watch",
                             job["id"]], check=True, capture_output=True)
-            wall = time.perf_counter() - start
             done = json.loads(subprocess.run(
                 [f"{bin_dir}/gradsync", "-c", address, "--json", "status",
                  job["id"]], check=True, capture_output=True, text=True).stdout)
@@ -132,6 +141,10 @@ def run_gradsync(bin_dir, data, epochs, workers):
             for p in procs + [coord]:
                 p.terminate()
                 p.wait()
+        # RUNNING -> SUCCEEDED on the coordinator's clock: model set-up,
+        # training and the per-epoch evaluations.
+        at = {t["to"]: int(t["time_unix_ms"]) for t in done["transitions"]}
+        wall = (at["JOB_STATE_SUCCEEDED"] - at["JOB_STATE_RUNNING"]) / 1000
         ranks = done["metrics"]["ranks"]
         # Samples/s over the whole run from the workers' step counts.
         steps = sum(int(r["steps_reported"]) for r in ranks)
@@ -146,31 +159,42 @@ def main():
     p.add_argument("--bin", default="build/bin")
     p.add_argument("--data", default="data/fashion-mnist")
     p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--seeds", default="0",
+                   help="comma-separated seeds; one run of each side per seed")
+    p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--scaling", action="store_true")
     p.add_argument("--ddp-rank", type=int, help=argparse.SUPPRESS)
     p.add_argument("--init", help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.ddp_rank is not None:
-        ddp_rank(a.ddp_rank, 2, a.init, a.data, a.epochs, a.out)
+        ddp_rank(a.ddp_rank, 2, a.init, a.data, a.epochs, a.out, a.seed)
         return 0
     data = os.path.abspath(a.data)
     subprocess.run([f"{a.bin}/gradsync", "data", "fetch", "fashion-mnist", data],
                    check=True, capture_output=True)
-    ours = run_gradsync(a.bin, data, a.epochs, 2)
-    print(f"gradsync 2 workers: {ours['samples_per_s']:.0f} samples/s, "
-          f"{ours['seconds']:.1f} s, accuracy {100 * ours['accuracy']:.2f}%",
-          flush=True)
-    ddp = run_ddp(data, a.epochs)
-    print(f"PyTorch DDP 2 ranks: {ddp['samples_per_s']:.0f} samples/s, "
-          f"{ddp['seconds']:.1f} s, accuracy {100 * ddp['accuracy']:.2f}%",
-          flush=True)
-    print(f"ratio gradsync / DDP: {ours['samples_per_s'] / ddp['samples_per_s']:.2f}x"
-          f" (goal >= 1.25); accuracy difference "
-          f"{100 * (ours['accuracy'] - ddp['accuracy']):+.2f} points "
-          f"(goal within 0.5) after {a.epochs} epoch(s)")
+    rows = []
+    for seed in [int(v) for v in a.seeds.split(",")]:
+        ours = run_gradsync(a.bin, data, a.epochs, 2, seed)
+        print(f"seed {seed}: gradsync 2 workers: {ours['samples_per_s']:.0f} "
+              f"samples/s, {ours['seconds']:.1f} s, accuracy "
+              f"{100 * ours['accuracy']:.2f}%", flush=True)
+        ddp = run_ddp(data, a.epochs, seed)
+        print(f"seed {seed}: PyTorch DDP 2 ranks: {ddp['samples_per_s']:.0f} "
+              f"samples/s, {ddp['seconds']:.1f} s, accuracy "
+              f"{100 * ddp['accuracy']:.2f}%", flush=True)
+        rows.append((ours, ddp))
+    mean = lambda xs: sum(xs) / len(xs)
+    ratio = mean([o["samples_per_s"] / d["samples_per_s"] for o, d in rows])
+    acc_ours = mean([o["accuracy"] for o, _ in rows])
+    acc_ddp = mean([d["accuracy"] for _, d in rows])
+    print(f"ratio gradsync / DDP: {ratio:.2f}x (goal >= 1.25); mean accuracy "
+          f"gradsync {100 * acc_ours:.2f}%, DDP {100 * acc_ddp:.2f}%, "
+          f"difference {100 * (acc_ours - acc_ddp):+.2f} points (goal within "
+          f"0.5) after {a.epochs} epoch(s), {len(rows)} seed(s)")
     if a.scaling:
-        one = run_gradsync(a.bin, data, a.epochs, 1)
+        ours = rows[0][0]
+        one = run_gradsync(a.bin, data, a.epochs, 1, 0)
         print(f"gradsync 1 worker: {one['samples_per_s']:.0f} samples/s; "
               f"2 workers / 1 worker = "
               f"{ours['samples_per_s'] / one['samples_per_s']:.2f}x")
