@@ -6,8 +6,51 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "gradsync/config.h"
+
+#if GRADSYNC_WITH_TURBOJPEG
+#include <turbojpeg.h>
+
+#include <memory>
+#endif
 
 namespace gradsync {
+namespace {
+
+#if GRADSYNC_WITH_TURBOJPEG
+// A baseline or progressive JPEG straight into RGB (or gray) with
+// TurboJPEG: the same libjpeg-turbo decode OpenCV runs, without OpenCV's BGR
+// order and the swap back. Returns false (nothing decoded) for what it does
+// not handle: CMYK, corrupt data, warnings; OpenCV then decodes and reports.
+bool DecodeJpegTurbo(const std::string& bytes, int channels, cv::Mat* out) {
+  struct Closer {
+    void operator()(void* h) const { tjDestroy(h); }
+  };
+  thread_local std::unique_ptr<void, Closer> handle(tjInitDecompress());
+  if (handle == nullptr) return false;
+  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+  int width = 0, height = 0, subsampling = 0, colorspace = 0;
+  if (tjDecompressHeader3(handle.get(), data, bytes.size(), &width, &height,
+                          &subsampling, &colorspace) != 0) {
+    return false;
+  }
+  if (colorspace != TJCS_YCbCr && colorspace != TJCS_RGB &&
+      colorspace != TJCS_GRAY) {
+    return false;
+  }
+  const bool gray = channels == 1 || (channels == 0 && colorspace == TJCS_GRAY);
+  cv::Mat image(height, width, gray ? CV_8UC1 : CV_8UC3);
+  if (tjDecompress2(handle.get(), data, bytes.size(), image.data, width,
+                    static_cast<int>(image.step), height,
+                    gray ? TJPF_GRAY : TJPF_RGB, 0) != 0) {
+    return false;  // errors and warnings alike: let OpenCV decide
+  }
+  *out = std::move(image);
+  return true;
+}
+#endif
+
+}  // namespace
 
 absl::StatusOr<cv::Mat> DecodeImageFile(const std::string& path, int channels) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
@@ -46,6 +89,12 @@ absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes, int channels,
     }
   }
   cv::Mat decoded;
+#if GRADSYNC_WITH_TURBOJPEG
+  if (static_cast<unsigned char>(bytes[0]) == 0xFF &&
+      DecodeJpegTurbo(bytes, channels, &decoded)) {
+    return decoded;
+  }
+#endif
   try {
     const cv::Mat raw(1, static_cast<int>(bytes.size()), CV_8UC1,
                       const_cast<char*>(bytes.data()));

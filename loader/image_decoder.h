@@ -1,5 +1,7 @@
-// Image decoding with OpenCV. Errors name the file: unreadable, empty,
-// truncated or not an image. OpenCV exceptions are caught here.
+// Image decoding with OpenCV (JPEGs with libjpeg-turbo's TurboJPEG API where
+// built with it: the same pixels, decoded straight to RGB). Errors name the
+// file: unreadable, empty, truncated or not an image. OpenCV exceptions are
+// caught here.
 //
 // Pure functions; thread-safe.
 #pragma once

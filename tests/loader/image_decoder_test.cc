@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 namespace gradsync {
 namespace {
@@ -41,6 +42,41 @@ TEST_F(DecoderTest, PngRoundTripInRgbOrder) {
   EXPECT_EQ(gray->channels(), 1);
   auto as_stored = DecodeImageFile(path, 0);
   EXPECT_EQ(as_stored->channels(), 3);
+}
+
+// JPEGs (colour and grey, baseline and progressive) decode to exactly OpenCV's
+// pixels, whichever decoder the build uses.
+TEST_F(DecoderTest, JpegPixelsEqualOpenCvs) {
+  cv::Mat bgr(37, 53, CV_8UC3);
+  cv::randu(bgr, 0, 256);
+  cv::Mat grey;
+  cv::cvtColor(bgr, grey, cv::COLOR_BGR2GRAY);
+  for (int progressive : {0, 1}) {
+    for (const cv::Mat& source : {bgr, grey}) {
+      std::vector<uchar> buf;
+      cv::imencode(".jpg", source, buf,
+                   {cv::IMWRITE_JPEG_QUALITY, 85, cv::IMWRITE_JPEG_PROGRESSIVE,
+                    progressive});
+      const std::string bytes(buf.begin(), buf.end());
+      for (int channels : {0, 1, 3}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "source channels " << source.channels() << ", decode "
+                     << channels << ", progressive " << progressive);
+        cv::Mat expected =
+            cv::imdecode(buf, channels == 1   ? cv::IMREAD_GRAYSCALE
+                              : channels == 3 ? cv::IMREAD_COLOR
+                                              : cv::IMREAD_ANYCOLOR);
+        if (expected.channels() == 3) {
+          cv::cvtColor(expected, expected, cv::COLOR_BGR2RGB);
+        }
+        auto got = DecodeImageBytes(bytes, channels, "x.jpg");
+        ASSERT_TRUE(got.ok()) << got.status();
+        ASSERT_EQ(got->channels(), expected.channels());
+        ASSERT_EQ(got->size(), expected.size());
+        EXPECT_EQ(cv::norm(*got, expected, cv::NORM_INF), 0);
+      }
+    }
+  }
 }
 
 TEST_F(DecoderTest, CorruptFilesAreReportedByPath) {
