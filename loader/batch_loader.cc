@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <opencv2/core/utility.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -28,6 +29,9 @@ absl::StatusOr<std::unique_ptr<BatchLoader>> BatchLoader::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "loader: threads must be >= 1 (got ", options.threads, ")"));
   }
+  // The loader threads are the parallelism: OpenCV's own thread pool inside
+  // each of them would only oversubscribe the cores.
+  cv::setNumThreads(0);
   if (options.prefetch_depth < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("loader: prefetch_depth must be >= 1 (got ",

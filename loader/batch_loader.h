@@ -8,6 +8,9 @@
 // identical whatever the thread count. Host memory is pinned when LibTorch
 // has CUDA.
 //
+// Creating a loader turns OpenCV's internal threading off (process-wide):
+// the loader threads already use the cores.
+//
 // Thread safety: StartEpoch/Next/Stop are called from one consumer thread.
 // A Batch's tensors stay valid until the consumer's next Next() or
 // StartEpoch() call (they view a reused slot); clone() to keep them.
