@@ -18,6 +18,13 @@ void EventLog::Append(v1::JobEvent event) {
 void EventLog::Close() {
   absl::MutexLock lock(&mu_);
   closed_ = true;
+  // Every event carries a job snapshot; a finished job's watchers need only
+  // the tail (a new watcher starts from the snapshot anyway).
+  while (events_.size() > kClosedCapacity) {
+    events_.pop_front();
+    ++first_seq_;
+  }
+  events_.shrink_to_fit();
 }
 
 uint64_t EventLog::EndCursor() const {

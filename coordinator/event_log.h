@@ -1,7 +1,8 @@
 // EventLog: the ordered events of one job (state changes, step and eval
 // metrics) that WatchJob streams. Each event has a sequence number; watchers
 // keep a cursor and block for events after it. Only the newest kCapacity
-// events are kept; a watcher that falls further behind skips ahead.
+// events are kept (kClosedCapacity once the job is terminal, so finished
+// jobs hold little memory); a watcher that falls further behind skips ahead.
 //
 // Thread-safe. After Close() (terminal job) waiters return what is left and
 // then an empty batch with closed=true.
@@ -21,6 +22,7 @@ namespace gradsync {
 class EventLog {
  public:
   static constexpr size_t kCapacity = 20000;
+  static constexpr size_t kClosedCapacity = 256;
 
   struct Batch {
     std::vector<v1::JobEvent> events;

@@ -54,5 +54,18 @@ TEST(EventLogTest, SlowReaderSkipsToOldestKept) {
   EXPECT_EQ(b.events[0].step().step(), 10);
 }
 
+TEST(EventLogTest, CloseKeepsOnlyTheTail) {
+  EventLog log;
+  for (int i = 0; i < 1000; ++i) log.Append(StepEvent(i));
+  log.Close();
+  EXPECT_EQ(log.EndCursor(), 1000u);
+  EventLog::Batch b = log.Read(0, absl::Now());
+  ASSERT_EQ(b.events.size(), EventLog::kClosedCapacity);
+  EXPECT_EQ(b.events.front().step().step(), 1000 - 256);
+  EXPECT_EQ(b.events.back().step().step(), 999);
+  EXPECT_EQ(b.next_cursor, 1000u);
+  EXPECT_TRUE(b.closed);
+}
+
 }  // namespace
 }  // namespace gradsync
