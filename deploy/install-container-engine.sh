@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Prepares a container engine that can build deploy/Dockerfile and run
+# deploy/docker-compose.yml on a machine where Docker's engine does not run
+# (the project's build and CI machines, see ENVIRONMENT.md "Containers").
+#
+# Usage: deploy/install-container-engine.sh      (as root, or with sudo rights)
+#
+# Idempotent, and does nothing when `docker info` succeeds. Otherwise:
+#   1. installs podman, podman-compose, runc and debootstrap (if podman is missing);
+#   2. writes /etc/containers/containers.conf: runtime runc (crun refuses the
+#      hybrid cgroup layout here) and default ulimits root may actually set;
+#   3. makes the base image docker.io/library/debian:bookworm-slim locally with
+#      debootstrap (no image registry is reachable), unless it already exists.
+# Environment: DEBIAN_MIRROR (default http://deb.debian.org/debian).
+set -euo pipefail
+
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+BASE_IMAGE=docker.io/library/debian:bookworm-slim
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+log() { echo "install-container-engine: $*"; }
+
+if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
+  log "a Docker engine is running; nothing to do"
+  exit 0
+fi
+
+# 1. Packages.
+if ! command -v podman >/dev/null 2>&1 || ! command -v podman-compose >/dev/null 2>&1; then
+  log "installing podman podman-compose runc debootstrap"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q podman podman-compose runc debootstrap
+else
+  log "podman $(podman --version | awk '{print $3}') already installed"
+fi
+
+# 2. Engine configuration (rewritten only when it differs).
+CONF=/etc/containers/containers.conf
+WANTED='# Written by gradsync deploy/install-container-engine.sh
+[containers]
+default_ulimits = ["nofile=16384:16384", "nproc=8192:8192"]
+
+[engine]
+runtime = "runc"'
+if [ "$(cat "$CONF" 2>/dev/null)" != "$WANTED" ]; then
+  if [ -s "$CONF" ] && ! grep -q "gradsync deploy/install-container-engine.sh" "$CONF"; then
+    $SUDO cp "$CONF" "$CONF.bak"
+    log "kept the previous $CONF as $CONF.bak"
+  fi
+  $SUDO mkdir -p /etc/containers
+  printf '%s\n' "$WANTED" | $SUDO tee "$CONF" >/dev/null
+  log "wrote $CONF"
+fi
+
+# 3. Base image.
+if $SUDO podman image exists "$BASE_IMAGE"; then
+  log "base image $BASE_IMAGE exists"
+else
+  if ! command -v debootstrap >/dev/null 2>&1; then
+    $SUDO apt-get install -y -q debootstrap
+  fi
+  root=$(mktemp -d /tmp/gradsync-bookworm.XXXXXX)
+  trap '$SUDO rm -rf "$root"' EXIT
+  log "debootstrap --variant=minbase bookworm ($MIRROR), about 2 minutes"
+  $SUDO debootstrap --variant=minbase bookworm "$root" "$MIRROR" >/dev/null
+  # Like the official slim image: no package lists or caches inside.
+  $SUDO rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin \
+    "$root"/var/cache/apt/archives/*.deb
+  $SUDO tar -C "$root" -c . | $SUDO podman import --quiet \
+    --change 'CMD ["bash"]' - "$BASE_IMAGE" >/dev/null
+  log "imported $BASE_IMAGE ($($SUDO podman image inspect --format '{{.Size}}' "$BASE_IMAGE") bytes)"
+fi
+log "ready: $($SUDO podman --version)"
