@@ -1,5 +1,6 @@
 #include "loader/transforms.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <opencv2/imgproc.hpp>
@@ -37,24 +38,46 @@ inline int64_t Fix(double v) {
   return static_cast<int64_t>(std::floor(v * 65536.0 + 0.5));
 }
 
-inline int64_t FloorShift16(int64_t v) {
-  return v >= 0 ? v >> 16 : -((-v + 65535) >> 16);
+inline int64_t FloorDiv(int64_t a, int64_t b) {  // b > 0
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
 
-// Calls sink(x, y, src) for every output pixel, with src the input pixel it
-// samples or nullptr outside the input. Pillow's Image.transform(AFFINE,
-// NEAREST), which torchvision calls for PIL images, samples output pixel
-// centres (x + 0.5, y + 0.5) through one of three paths; each is reproduced
-// so the outputs agree pixel for pixel.
-template <typename Sink>
+// Narrows [*lo, *hi) to the x with 0 <= c + d * x < limit (integers).
+inline void KeepInside(int64_t c, int64_t d, int64_t limit, int64_t* lo,
+                       int64_t* hi) {
+  if (d == 0) {
+    if (c < 0 || c >= limit) *hi = *lo;
+    return;
+  }
+  if (d > 0) {
+    *lo = std::max(*lo, -FloorDiv(c, d));               // ceil(-c / d)
+    *hi = std::min(*hi, -FloorDiv(c - limit, d));       // ceil((limit-c)/d)
+  } else {
+    *lo = std::max(*lo, FloorDiv(c - limit, -d) + 1);
+    *hi = std::min(*hi, FloorDiv(c, -d) + 1);
+  }
+}
+
+// Calls inside(x, y, src) for every output pixel that samples input pixel
+// src and outside(x, y) for every one that falls outside the input.
+// Pillow's Image.transform(AFFINE, NEAREST), which torchvision calls for PIL
+// images, samples output pixel centres (x + 0.5, y + 0.5) through one of
+// three paths; each is reproduced so the outputs agree pixel for pixel. The
+// fixed-point path (every rotation on images under 32K pixels) computes per
+// row the x interval that lands inside, so its inner loop has no bounds
+// checks.
+template <typename Inside, typename Outside>
 void ForEachAffineSample(const cv::Mat& image, const AffineParams& p,
-                         Sink&& sink) {
+                         Inside&& inside, Outside&& outside) {
   const int h = image.rows, w = image.cols;
   const size_t pixel = image.elemSize();
   const std::array<double, 6> m = InverseAffineMatrix(w * 0.5, h * 0.5, p);
-  auto at = [&](int ix, int iy) -> const uint8_t* {
-    if (ix < 0 || ix >= w || iy < 0 || iy >= h) return nullptr;
-    return image.ptr<uint8_t>(iy) + ix * pixel;
+  auto sample = [&](int x, int y, int ix, int iy) {
+    if (ix < 0 || ix >= w || iy < 0 || iy >= h) {
+      outside(x, y);
+    } else {
+      inside(x, y, image.ptr<uint8_t>(iy) + ix * pixel);
+    }
   };
   if (m[1] == 0 && m[3] == 0) {
     // Pure scaling: double-precision accumulation per axis.
@@ -64,7 +87,7 @@ void ForEachAffineSample(const cv::Mat& image, const AffineParams& p,
     double yo = m[5] + m[4] * 0.5;
     for (int y = 0; y < h; ++y, yo += m[4]) {
       const int iy = Coord(yo);
-      for (int x = 0; x < w; ++x) sink(x, y, at(xin[x], iy));
+      for (int x = 0; x < w; ++x) sample(x, y, xin[x], iy);
     }
     return;
   }
@@ -77,13 +100,24 @@ void ForEachAffineSample(const cv::Mat& image, const AffineParams& p,
                   a4 = Fix(m[4]);
     int64_t a2 = Fix(m[2] + m[0] * 0.5 + m[1] * 0.5);
     int64_t a5 = Fix(m[5] + m[3] * 0.5 + m[4] * 0.5);
+    // Input pixel (floor(xx / 2^16), floor(yy / 2^16)) is inside iff
+    // 0 <= xx < w * 2^16 and 0 <= yy < h * 2^16.
+    const int64_t w16 = static_cast<int64_t>(w) << 16;
+    const int64_t h16 = static_cast<int64_t>(h) << 16;
     for (int y = 0; y < h; ++y, a2 += a1, a5 += a4) {
-      int64_t xx = a2, yy = a5;
-      for (int x = 0; x < w; ++x, xx += a0, yy += a3) {
-        sink(x, y,
-             at(static_cast<int>(FloorShift16(xx)),
-                static_cast<int>(FloorShift16(yy))));
+      int64_t lo = 0, hi = w;
+      KeepInside(a2, a0, w16, &lo, &hi);
+      KeepInside(a5, a3, h16, &lo, &hi);
+      if (lo >= hi) lo = hi = w;
+      int x = 0;
+      for (; x < lo; ++x) outside(x, y);
+      int64_t xx = a2 + lo * a0, yy = a5 + lo * a3;
+      for (; x < hi; ++x, xx += a0, yy += a3) {
+        inside(x, y,
+               image.ptr<uint8_t>(static_cast<int>(yy >> 16)) +
+                   static_cast<int>(xx >> 16) * pixel);
       }
+      for (; x < w; ++x) outside(x, y);
     }
     return;
   }
@@ -92,7 +126,7 @@ void ForEachAffineSample(const cv::Mat& image, const AffineParams& p,
   for (int y = 0; y < h; ++y, xo += m[1], yo += m[4]) {
     double xx = xo, yy = yo;
     for (int x = 0; x < w; ++x, xx += m[0], yy += m[3]) {
-      sink(x, y, at(Coord(xx), Coord(yy)));
+      sample(x, y, Coord(xx), Coord(yy));
     }
   }
 }
@@ -115,10 +149,12 @@ struct TensorScale {
 cv::Mat AffineNearest(const cv::Mat& image, const AffineParams& p) {
   cv::Mat out(image.rows, image.cols, image.type(), cv::Scalar::all(0));
   const size_t pixel = image.elemSize();
-  ForEachAffineSample(image, p, [&](int x, int y, const uint8_t* src) {
-    if (src != nullptr)
-      std::memcpy(out.ptr<uint8_t>(y) + x * pixel, src, pixel);
-  });
+  ForEachAffineSample(
+      image, p,
+      [&](int x, int y, const uint8_t* src) {
+        std::memcpy(out.ptr<uint8_t>(y) + x * pixel, src, pixel);
+      },
+      [](int, int) {});
   return out;
 }
 
@@ -135,12 +171,16 @@ void AffineToTensorImpl(const cv::Mat& image, const AffineParams& p,
   for (int ch = 0; ch < C; ++ch) {
     for (int v = 0; v < 256; ++v) lut[ch][v] = v * t.scale[ch] + t.offset[ch];
   }
-  ForEachAffineSample(image, p, [&](int x, int y, const uint8_t* src) {
-    float* dst = out + static_cast<size_t>(y) * w + x;
-    for (int ch = 0; ch < C; ++ch) {
-      dst[ch * plane] = lut[ch][src != nullptr ? src[ch] : 0];
-    }
-  });
+  ForEachAffineSample(
+      image, p,
+      [&](int x, int y, const uint8_t* src) {
+        float* dst = out + static_cast<size_t>(y) * w + x;
+        for (int ch = 0; ch < C; ++ch) dst[ch * plane] = lut[ch][src[ch]];
+      },
+      [&](int x, int y) {
+        float* dst = out + static_cast<size_t>(y) * w + x;
+        for (int ch = 0; ch < C; ++ch) dst[ch * plane] = lut[ch][0];
+      });
 }
 
 }  // namespace
@@ -157,12 +197,18 @@ void AffineNearestToTensor(const cv::Mat& image, const AffineParams& p,
     default: {
       const int c = image.channels(), w = image.cols;
       const size_t plane = static_cast<size_t>(image.rows) * w;
-      ForEachAffineSample(image, p, [&](int x, int y, const uint8_t* src) {
-        float* dst = out + static_cast<size_t>(y) * w + x;
-        for (int ch = 0; ch < c; ++ch, dst += plane) {
-          *dst = (src != nullptr ? src[ch] * t.scale[ch] : 0.f) + t.offset[ch];
-        }
-      });
+      ForEachAffineSample(
+          image, p,
+          [&](int x, int y, const uint8_t* src) {
+            float* dst = out + static_cast<size_t>(y) * w + x;
+            for (int ch = 0; ch < c; ++ch, dst += plane) {
+              *dst = src[ch] * t.scale[ch] + t.offset[ch];
+            }
+          },
+          [&](int x, int y) {
+            float* dst = out + static_cast<size_t>(y) * w + x;
+            for (int ch = 0; ch < c; ++ch, dst += plane) *dst = t.offset[ch];
+          });
     }
   }
 }
