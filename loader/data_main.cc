@@ -5,7 +5,7 @@
 //   gradsync-data loader-bench -path_to_folder DIR [-batch_size 512]
 //       [-num_workers 4] [-batches_to_check 100] [-get_timing]
 //       [-visualize_batch] [--sweep 1,2,4 --out-dir DIR]
-//   gradsync-data decode-bench DIR [--images 2000]
+//   gradsync-data decode-bench DIR [--images 2000] [--decoder opencv|gradsync]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
@@ -85,10 +85,15 @@ int main(int argc, char** argv) {
 
   std::string decode_dir;
   int decode_images = 2000;
-  CLI::App* db =
-      app.add_subcommand("decode-bench", "bare OpenCV decode rate, one thread");
+  std::string decoder = "opencv";
+  CLI::App* db = app.add_subcommand("decode-bench",
+                                    "bare decode rate in memory, one thread");
   db->add_option("dir", decode_dir, "image folder")->required();
   db->add_option("--images", decode_images)->capture_default_str();
+  db->add_option("--decoder", decoder,
+                 "opencv (cv::imdecode) or gradsync (the loader's decoder)")
+      ->check(CLI::IsMember({"opencv", "gradsync"}))
+      ->capture_default_str();
 
   try {
     app.parse(NormaliseFlags(argc, argv));
@@ -139,9 +144,13 @@ int main(int argc, char** argv) {
     return r.ok() ? 0 : Fail(r.status());
   }
   if (*db) {
-    auto rate = gradsync::DecodeImagesPerSecond(decode_dir, decode_images, 0);
+    auto rate = gradsync::DecodeImagesPerSecond(
+        decode_dir, decode_images, 0,
+        decoder == "opencv" ? gradsync::BenchDecoder::kOpenCv
+                            : gradsync::BenchDecoder::kGradsync);
     if (!rate.ok()) return Fail(rate.status());
-    std::cout << "decode-bench: " << *rate << " images/s (one thread)\n";
+    std::cout << "decode-bench: " << *rate << " images/s (one thread, "
+              << decoder << ")\n";
     return 0;
   }
   return 2;

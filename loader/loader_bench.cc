@@ -124,7 +124,8 @@ absl::StatusOr<std::vector<LoaderTiming>> RunLoaderBench(
 }
 
 absl::StatusOr<double> DecodeImagesPerSecond(const std::string& path,
-                                             int max_images, int channels) {
+                                             int max_images, int channels,
+                                             BenchDecoder decoder) {
   absl::StatusOr<ImageFolderIndex> index = ScanImageFolder(path);
   if (!index.ok()) return index.status();
   const int64_t n = std::min<int64_t>(
@@ -133,16 +134,24 @@ absl::StatusOr<double> DecodeImagesPerSecond(const std::string& path,
                     : channels == 3 ? cv::IMREAD_COLOR
                                     : cv::IMREAD_ANYCOLOR;
   // Read the files first: the ceiling is the decode alone.
-  std::vector<std::vector<uchar>> files(n);
+  std::vector<std::string> files(n);
   for (int64_t i = 0; i < n; ++i) {
     std::ifstream in(index->samples[i].path, std::ios::binary);
     files[i].assign(std::istreambuf_iterator<char>(in), {});
   }
   const absl::Time start = absl::Now();
   for (int64_t i = 0; i < n; ++i) {
-    if (cv::imdecode(files[i], flags).empty()) {
-      return absl::DataLossError(
-          absl::StrCat("cannot decode ", index->samples[i].path));
+    const std::string& path_i = index->samples[i].path;
+    if (decoder == BenchDecoder::kGradsync) {
+      absl::StatusOr<cv::Mat> image =
+          DecodeImageBytes(files[i], channels, path_i);
+      if (!image.ok()) return image.status();
+      continue;
+    }
+    const cv::Mat raw(1, static_cast<int>(files[i].size()), CV_8UC1,
+                      files[i].data());
+    if (cv::imdecode(raw, flags).empty()) {
+      return absl::DataLossError(absl::StrCat("cannot decode ", path_i));
     }
   }
   return n / absl::ToDoubleSeconds(absl::Now() - start);

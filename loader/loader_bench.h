@@ -40,10 +40,17 @@ struct LoaderTiming {
 absl::StatusOr<std::vector<LoaderTiming>> RunLoaderBench(
     const LoaderBenchOptions& options, std::ostream& out);
 
-// Bare OpenCV decode rate over the first `max_images` files: cv::imdecode of
-// bytes already in memory, one thread, no colour conversion, no transform.
-// The ceiling of one loader thread.
+// Which decoder DecodeImagesPerSecond times.
+enum class BenchDecoder {
+  kOpenCv,    // cv::imdecode: the ceiling ("bare OpenCV decode")
+  kGradsync,  // DecodeImageBytes, what the loader runs (TurboJPEG for JPEGs
+              // when built with it, else OpenCV)
+};
+
+// Bare decode rate over the first `max_images` files: bytes already in
+// memory, one thread, no transform. The ceiling of one loader thread.
 absl::StatusOr<double> DecodeImagesPerSecond(const std::string& path,
-                                             int max_images, int channels);
+                                             int max_images, int channels,
+                                             BenchDecoder decoder);
 
 }  // namespace gradsync
