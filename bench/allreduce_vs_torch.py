@@ -4,11 +4,16 @@ on loopback, float32 sizes 1 KB .. 64 MB, gradsync's gloo communicator
 (gradsync-bench-allreduce, one process per rank) vs torch.distributed gloo
 all_reduce (python3-torch, one process per rank), same run. Prints algbw and
 busbw (nccl-tests definitions) and the ratio gradsync / torch per size.
+Small-message latency on a small VM is dominated by thread wake-ups and
+moves by 2-5x between runs, so the two sides run alternately for --rounds
+rounds and each size reports the median time of each side.
 
 Usage: bench/allreduce_vs_torch.py [--bin build/bin] [--max-bytes 67108864]
+       [--rounds 3]
 """
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,18 +48,8 @@ def torch_rank(rank, world, init, max_bytes, iters_max, out):
     dist.destroy_process_group()
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--bin", default="build/bin")
-    p.add_argument("--max-bytes", type=int, default=64 << 20)
-    p.add_argument("--iters", type=int, default=200)
-    p.add_argument("--torch-rank", type=int, help=argparse.SUPPRESS)
-    p.add_argument("--init", help=argparse.SUPPRESS)
-    p.add_argument("--out", help=argparse.SUPPRESS)
-    a = p.parse_args()
-    if a.torch_rank is not None:
-        torch_rank(a.torch_rank, 2, a.init, a.max_bytes, a.iters, a.out)
-        return 0
+def run_gradsync(a):
+    """One run of gradsync-bench-allreduce: {bytes: seconds}."""
     with tempfile.TemporaryDirectory() as tmp:
         store = os.path.join(tmp, "store")
         procs = [subprocess.Popen(
@@ -62,24 +57,53 @@ def main():
              "--world", "2", "--store", store, "--max-bytes", str(a.max_bytes),
              "--iters", str(a.iters)], stdout=subprocess.PIPE, text=True)
             for r in range(2)]
-        ours_csv = procs[0].communicate()[0]
-        procs[1].wait()
-        ours = {int(l.split(",")[0]): float(l.split(",")[1])
-                for l in ours_csv.strip().split("\n")[1:]}
+        out = procs[0].communicate()[0]
+        if procs[1].wait() != 0 or procs[0].returncode != 0:
+            sys.exit("gradsync-bench-allreduce failed")
+    return {int(l.split(",")[0]): float(l.split(",")[1])
+            for l in out.strip().split("\n")[1:]}
+
+
+def run_torch(a):
+    """One run of torch.distributed gloo all_reduce: {bytes: seconds}."""
+    with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "torch.csv")
         init = f"file://{tmp}/torch_store"
         procs = [subprocess.Popen(
             [sys.executable, __file__, "--torch-rank", str(r), "--init", init,
              "--out", out, "--max-bytes", str(a.max_bytes), "--iters",
              str(a.iters)]) for r in range(2)]
-        for pr in procs:
-            pr.wait()
-        theirs = {}
+        if any(pr.wait() != 0 for pr in procs):
+            sys.exit("torch all_reduce ranks failed")
         with open(out) as f:
-            for line in f:
-                size, s = line.strip().split(",")
-                theirs[int(size)] = float(s)
-    print("== all-reduce, 2 ranks on loopback, float32, sum ==")
+            return {int(size): float(s) for size, s in
+                    (line.strip().split(",") for line in f)}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", default="build/bin")
+    p.add_argument("--max-bytes", type=int, default=64 << 20)
+    p.add_argument("--iters", type=int, default=200)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--torch-rank", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--init", help=argparse.SUPPRESS)
+    p.add_argument("--out", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.torch_rank is not None:
+        torch_rank(a.torch_rank, 2, a.init, a.max_bytes, a.iters, a.out)
+        return 0
+    ours, theirs = {}, {}
+    for r in range(a.rounds):
+        for size, s in run_gradsync(a).items():
+            ours.setdefault(size, []).append(s)
+        for size, s in run_torch(a).items():
+            theirs.setdefault(size, []).append(s)
+        print(f"round {r + 1}/{a.rounds} done", file=sys.stderr, flush=True)
+    ours = {k: statistics.median(v) for k, v in ours.items()}
+    theirs = {k: statistics.median(v) for k, v in theirs.items()}
+    print(f"== all-reduce, 2 ranks on loopback, float32, sum, median of "
+          f"{a.rounds} alternating rounds ==")
     print(f"{'bytes':>10}  {'gradsync us':>11}  {'algbw GB/s':>10}  "
           f"{'busbw GB/s':>10}  {'torch us':>9}  {'algbw GB/s':>10}  "
           f"{'busbw GB/s':>10}  {'ratio':>6}")
