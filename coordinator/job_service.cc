@@ -5,21 +5,30 @@
 #include "coordinator/grpc_status.h"
 
 namespace gradsync {
-grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext*,
+grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* context,
                                        const v1::SubmitJobRequest* request,
                                        v1::Job* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
   return Reply(coordinator_->SubmitJob(request->spec()), response);
 }
 
-grpc::Status JobServiceImpl::GetJob(grpc::ServerContext*,
+grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* context,
                                     const v1::GetJobRequest* request,
                                     v1::Job* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
   return Reply(coordinator_->GetJob(request->job_id()), response);
 }
 
-grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext*,
+grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* context,
                                       const v1::ListJobsRequest* request,
                                       v1::ListJobsResponse* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
   if (request->limit() < 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "limit must be >= 0");
@@ -30,9 +39,12 @@ grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext*,
+grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* context,
                                        const v1::CancelJobRequest* request,
                                        v1::Job* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
   return Reply(coordinator_->CancelJob(request->job_id(), request->reason()),
                response);
 }
@@ -40,6 +52,9 @@ grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext*,
 grpc::Status JobServiceImpl::WatchJob(
     grpc::ServerContext* context, const v1::WatchJobRequest* request,
     grpc::ServerWriter<v1::JobEvent>* writer) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
   absl::StatusOr<std::shared_ptr<EventLog>> log =
       coordinator_->JobEvents(request->job_id());
   if (!log.ok()) return ToGrpcStatus(log.status());
@@ -64,9 +79,12 @@ grpc::Status JobServiceImpl::WatchJob(
   return grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled");
 }
 
-grpc::Status JobServiceImpl::ListWorkers(grpc::ServerContext*,
+grpc::Status JobServiceImpl::ListWorkers(grpc::ServerContext* context,
                                          const v1::ListWorkersRequest*,
                                          v1::ListWorkersResponse* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
   for (v1::WorkerInfo& w : coordinator_->ListWorkers()) {
     *response->add_workers() = std::move(w);
   }

@@ -3,6 +3,7 @@
 // Coordinator must outlive it.
 #pragma once
 
+#include "coordinator/auth.h"
 #include "coordinator/coordinator.h"
 #include "gradsync/v1/job_service.grpc.pb.h"
 
@@ -10,8 +11,10 @@ namespace gradsync {
 
 class JobServiceImpl final : public v1::JobService::Service {
  public:
-  explicit JobServiceImpl(Coordinator* coordinator)
-      : coordinator_(coordinator) {}
+  // Every call is first checked against `auth` (see auth.h); both must
+  // outlive the service.
+  JobServiceImpl(Coordinator* coordinator, const Authenticator* auth)
+      : coordinator_(coordinator), auth_(auth) {}
 
   grpc::Status SubmitJob(grpc::ServerContext* context,
                          const v1::SubmitJobRequest* request,
@@ -34,6 +37,7 @@ class JobServiceImpl final : public v1::JobService::Service {
 
  private:
   Coordinator* const coordinator_;
+  const Authenticator* const auth_;
 };
 
 }  // namespace gradsync

@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
+#include <string>
+#include <tuple>
 
 #include "coordinator/server.h"
 #include "gradsync/config.h"
@@ -41,7 +43,39 @@ int main(int argc, char** argv) {
                  "largest request accepted")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  std::string user_token, user_token_file, worker_token, worker_token_file;
+  app.add_option("--user-token", user_token,
+                 "token users (JobService) must send; empty: open")
+      ->envname("GRADSYNC_TOKEN");
+  app.add_option("--user-token-file", user_token_file,
+                 "file holding the user token")
+      ->envname("GRADSYNC_TOKEN_FILE");
+  app.add_option("--worker-token", worker_token,
+                 "token workers (WorkerService) must send; empty: open")
+      ->envname("GRADSYNC_WORKER_TOKEN");
+  app.add_option("--worker-token-file", worker_token_file,
+                 "file holding the worker token")
+      ->envname("GRADSYNC_WORKER_TOKEN_FILE");
   CLI11_PARSE(app, argc, argv);
+  for (auto [value, file, what, out] :
+       {std::tuple{&user_token, &user_token_file, "--user-token(-file)",
+                   &options.auth.user},
+        std::tuple{&worker_token, &worker_token_file, "--worker-token(-file)",
+                   &options.auth.worker}}) {
+    absl::StatusOr<std::string> t = gradsync::LoadToken(*value, *file, what);
+    if (!t.ok()) {
+      std::fprintf(stderr, "gradsync-coordinator: %s\n",
+                   std::string(t.status().message()).c_str());
+      return 2;
+    }
+    *out = *t;
+  }
+  if (!options.auth.user.empty() && options.auth.user == options.auth.worker) {
+    std::fprintf(stderr,
+                 "gradsync-coordinator: the user and worker tokens must "
+                 "differ\n");
+    return 2;
+  }
 
   int first = 0, last = 0;
   if (std::sscanf(port_range.c_str(), "%d-%d", &first, &last) != 2) {

@@ -23,9 +23,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       Coordinator::Create(options.coordinator, std::move(store));
   if (!coordinator.ok()) return coordinator.status();
   s->coordinator_ = std::move(*coordinator);
-  s->job_service_ = std::make_unique<JobServiceImpl>(s->coordinator_.get());
-  s->worker_service_ =
-      std::make_unique<WorkerServiceImpl>(s->coordinator_.get());
+  s->auth_ = std::make_unique<Authenticator>(options.auth);
+  s->job_service_ =
+      std::make_unique<JobServiceImpl>(s->coordinator_.get(), s->auth_.get());
+  s->worker_service_ = std::make_unique<WorkerServiceImpl>(
+      s->coordinator_.get(), s->auth_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "coordinator/auth.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/job_service.h"
 #include "coordinator/worker_service.h"
@@ -25,6 +26,7 @@ struct ServerOptions {
   int max_receive_message_bytes = 4 << 20;
   int max_send_message_bytes = 64 << 20;
   CoordinatorOptions coordinator;
+  AuthTokens auth;  // empty tokens: no authentication (see auth.h)
 };
 
 class CoordinatorServer {
@@ -46,6 +48,7 @@ class CoordinatorServer {
   CoordinatorServer() = default;
 
   std::unique_ptr<Coordinator> coordinator_;
+  std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<grpc::Server> server_;

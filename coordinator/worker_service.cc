@@ -18,38 +18,56 @@ grpc::Status CheckKey(const std::string& key) {
 }  // namespace
 
 grpc::Status WorkerServiceImpl::RegisterWorker(
-    grpc::ServerContext*, const v1::RegisterWorkerRequest* request,
+    grpc::ServerContext* context, const v1::RegisterWorkerRequest* request,
     v1::RegisterWorkerResponse* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+    return s;
+  }
   return Reply(coordinator_->RegisterWorker(*request), response);
 }
 
-grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* context,
                                           const v1::HeartbeatRequest* request,
                                           v1::HeartbeatResponse* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+    return s;
+  }
   return Reply(coordinator_->Heartbeat(*request), response);
 }
 
-grpc::Status WorkerServiceImpl::GetShard(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::GetShard(grpc::ServerContext* context,
                                          const v1::GetShardRequest* request,
                                          v1::GetShardResponse* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+    return s;
+  }
   return Reply(coordinator_->GetShard(*request), response);
 }
 
 grpc::Status WorkerServiceImpl::ReportMetrics(
-    grpc::ServerContext*, const v1::ReportMetricsRequest* request,
+    grpc::ServerContext* context, const v1::ReportMetricsRequest* request,
     v1::ReportMetricsResponse*) {
+  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+    return s;
+  }
   return ToGrpcStatus(coordinator_->ReportMetrics(*request));
 }
 
 grpc::Status WorkerServiceImpl::CompleteTask(
-    grpc::ServerContext*, const v1::CompleteTaskRequest* request,
+    grpc::ServerContext* context, const v1::CompleteTaskRequest* request,
     v1::CompleteTaskResponse*) {
+  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+    return s;
+  }
   return ToGrpcStatus(coordinator_->CompleteTask(*request));
 }
 
-grpc::Status WorkerServiceImpl::StoreSet(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::StoreSet(grpc::ServerContext* context,
                                          const v1::StoreSetRequest* request,
                                          v1::StoreSetResponse*) {
+  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+    return s;
+  }
   if (grpc::Status s = CheckKey(request->key()); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<KvStore>> store =
       coordinator_->Store(request->job_id(), request->attempt());
@@ -60,6 +78,9 @@ grpc::Status WorkerServiceImpl::StoreSet(grpc::ServerContext*,
 grpc::Status WorkerServiceImpl::StoreGet(grpc::ServerContext* context,
                                          const v1::StoreGetRequest* request,
                                          v1::StoreGetResponse* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+    return s;
+  }
   if (grpc::Status s = CheckKey(request->key()); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<KvStore>> store =
       coordinator_->Store(request->job_id(), request->attempt());
@@ -72,9 +93,12 @@ grpc::Status WorkerServiceImpl::StoreGet(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerServiceImpl::StoreAdd(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::StoreAdd(grpc::ServerContext* context,
                                          const v1::StoreAddRequest* request,
                                          v1::StoreAddResponse* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+    return s;
+  }
   if (grpc::Status s = CheckKey(request->key()); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<KvStore>> store =
       coordinator_->Store(request->job_id(), request->attempt());
@@ -89,6 +113,9 @@ grpc::Status WorkerServiceImpl::StoreAdd(grpc::ServerContext*,
 grpc::Status WorkerServiceImpl::StoreWait(grpc::ServerContext* context,
                                           const v1::StoreWaitRequest* request,
                                           v1::StoreWaitResponse*) {
+  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+    return s;
+  }
   for (const std::string& key : request->keys()) {
     if (grpc::Status s = CheckKey(key); !s.ok()) return s;
   }
@@ -104,6 +131,9 @@ grpc::Status WorkerServiceImpl::StoreWait(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::Barrier(grpc::ServerContext* context,
                                         const v1::BarrierRequest* request,
                                         v1::BarrierResponse*) {
+  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+    return s;
+  }
   if (request->name().empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "barrier name must not be empty");

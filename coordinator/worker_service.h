@@ -3,6 +3,7 @@
 // Coordinator must outlive it.
 #pragma once
 
+#include "coordinator/auth.h"
 #include "coordinator/coordinator.h"
 #include "gradsync/v1/worker_service.grpc.pb.h"
 
@@ -10,8 +11,10 @@ namespace gradsync {
 
 class WorkerServiceImpl final : public v1::WorkerService::Service {
  public:
-  explicit WorkerServiceImpl(Coordinator* coordinator)
-      : coordinator_(coordinator) {}
+  // Every call is first checked against `auth` (see auth.h); both must
+  // outlive the service.
+  WorkerServiceImpl(Coordinator* coordinator, const Authenticator* auth)
+      : coordinator_(coordinator), auth_(auth) {}
 
   grpc::Status RegisterWorker(grpc::ServerContext* context,
                               const v1::RegisterWorkerRequest* request,
@@ -46,6 +49,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
 
  private:
   Coordinator* const coordinator_;
+  const Authenticator* const auth_;
 };
 
 }  // namespace gradsync

@@ -50,8 +50,8 @@ inline void KeepInside(int64_t c, int64_t d, int64_t limit, int64_t* lo,
     return;
   }
   if (d > 0) {
-    *lo = std::max(*lo, -FloorDiv(c, d));               // ceil(-c / d)
-    *hi = std::min(*hi, -FloorDiv(c - limit, d));       // ceil((limit-c)/d)
+    *lo = std::max(*lo, -FloorDiv(c, d));          // ceil(-c / d)
+    *hi = std::min(*hi, -FloorDiv(c - limit, d));  // ceil((limit-c)/d)
   } else {
     *lo = std::max(*lo, FloorDiv(c - limit, -d) + 1);
     *hi = std::min(*hi, FloorDiv(c, -d) + 1);

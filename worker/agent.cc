@@ -83,6 +83,10 @@ absl::Status Agent::Register() {
     if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
       return absl::InvalidArgumentError(s.error_message());
     }
+    if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+      // Retrying cannot help: the token is wrong or missing.
+      return absl::UnauthenticatedError(s.error_message());
+    }
     Log(absl::StrCat("cannot register (", s.error_message(), "); retrying in ",
                      absl::FormatDuration(backoff)));
     stop_.WaitForNotificationWithTimeout(backoff);

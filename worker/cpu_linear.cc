@@ -8,13 +8,13 @@ namespace gradsync {
 bool CpuLinearUsesOneDnn() {
   static const bool use = [] {
     const char* env = std::getenv("GRADSYNC_CPU_LINEAR");
-    return at::hasMKLDNN() && !(env != nullptr && std::strcmp(env, "aten") == 0);
+    return at::hasMKLDNN() &&
+           !(env != nullptr && std::strcmp(env, "aten") == 0);
   }();
   return use;
 }
 
-torch::Tensor LinearForward(torch::nn::Linear& fc,
-                            const torch::Tensor& x) {
+torch::Tensor LinearForward(torch::nn::Linear& fc, const torch::Tensor& x) {
   if (x.dim() != 2 || x.size(0) == 0 || !x.device().is_cpu() ||
       x.scalar_type() != torch::kFloat32 || !CpuLinearUsesOneDnn()) {
     return fc->forward(x);

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <thread>
 
+#include "coordinator/auth.h"
+#include "coordinator/client_channel.h"
 #include "gradsync/config.h"
 #include "worker/agent.h"
 
@@ -28,9 +30,22 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--ports", options.free_ports,
                  "data-plane ports this worker may offer as MASTER_PORT");
+  std::string token, token_file;
+  app.add_option("--token", token,
+                 "worker token, when the coordinator needs one")
+      ->envname("GRADSYNC_WORKER_TOKEN");
+  app.add_option("--token-file", token_file, "file holding the worker token")
+      ->envname("GRADSYNC_WORKER_TOKEN_FILE");
   app.add_option("--log-every", options.log_every, "steps between log lines")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  absl::StatusOr<std::string> worker_token =
+      gradsync::LoadToken(token, token_file, "--token/--token-file");
+  if (!worker_token.ok()) {
+    std::fprintf(stderr, "gradsync-worker: %s\n",
+                 std::string(worker_token.status().message()).c_str());
+    return 2;
+  }
   if (options.host == "hostname" &&
       gethostname(hostname, sizeof hostname) == 0) {
     options.host = hostname;
@@ -44,7 +59,7 @@ int main(int argc, char** argv) {
 
   gradsync::Agent agent(
       gradsync::v1::WorkerService::NewStub(
-          grpc::CreateChannel(coordinator, grpc::InsecureChannelCredentials())),
+          gradsync::MakeCoordinatorChannel(coordinator, *worker_token)),
       options);
   std::thread waiter([&] {
     int sig = 0;

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "coordinator/client_channel.h"
 #include "absl/time/time.h"
 #include "coordinator/cli/format.h"
 #include "coordinator/cli/watch_view.h"
@@ -26,11 +27,8 @@ std::string CodeName(grpc::StatusCode code) {
 }  // namespace
 
 std::shared_ptr<v1::JobService::StubInterface> MakeJobStub(
-    const std::string& address) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(64 << 20);
-  return v1::JobService::NewStub(grpc::CreateCustomChannel(
-      address, grpc::InsecureChannelCredentials(), args));
+    const std::string& address, const std::string& token) {
+  return v1::JobService::NewStub(MakeCoordinatorChannel(address, token));
 }
 
 void Cli::SetDeadline(grpc::ClientContext* context) const {

@@ -44,8 +44,9 @@ class Cli {
   std::ostream& err_;
 };
 
-// Creates a stub for "host:port" (insecure channel).
+// Creates a stub for "host:port" (insecure channel); a non-empty `token`
+// goes with every call as the user token (see coordinator/auth.h).
 std::shared_ptr<v1::JobService::StubInterface> MakeJobStub(
-    const std::string& address);
+    const std::string& address, const std::string& token = "");
 
 }  // namespace gradsync::cli

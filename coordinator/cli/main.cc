@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/auth.h"
 #include "coordinator/cli/commands.h"
 #include "gradsync/config.h"
 
@@ -55,6 +56,11 @@ int main(int argc, char** argv) {
   app.add_option("--coordinator,-c", coordinator, "coordinator host:port")
       ->envname("GRADSYNC_COORDINATOR")
       ->capture_default_str();
+  std::string token, token_file;
+  app.add_option("--token", token, "user token, when the coordinator needs one")
+      ->envname("GRADSYNC_TOKEN");
+  app.add_option("--token-file", token_file, "file holding the user token")
+      ->envname("GRADSYNC_TOKEN_FILE");
   app.add_flag("--json", options.json, "machine-readable JSON output");
   app.add_option("--timeout", options.timeout_s, "seconds per request")
       ->check(CLI::PositiveNumber)
@@ -119,8 +125,14 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   options.live = isatty(STDOUT_FILENO) != 0 && !options.json;
 
-  gradsync::cli::Cli cli(gradsync::cli::MakeJobStub(coordinator), options,
-                         std::cout, std::cerr);
+  absl::StatusOr<std::string> user_token =
+      gradsync::LoadToken(token, token_file, "--token/--token-file");
+  if (!user_token.ok()) {
+    std::cerr << "gradsync: " << user_token.status().message() << "\n";
+    return 2;
+  }
+  gradsync::cli::Cli cli(gradsync::cli::MakeJobStub(coordinator, *user_token),
+                         options, std::cout, std::cerr);
   if (*submit) return cli.Submit(f, watch_after_submit);
   if (*status) return cli.Status(job_id);
   if (*list) return cli.List(limit);

@@ -79,7 +79,8 @@ TEST(CpuLinearTest, OtherInputsTakeTheModuleForward) {
 TEST(CpuLinearTest, NoBiasWorks) {
   torch::nn::Linear fc(torch::nn::LinearOptions(6, 2).bias(false));
   const torch::Tensor x = torch::randn({3, 6});
-  EXPECT_TRUE(torch::allclose(LinearForward(fc, x), fc->forward(x), 1e-5, 1e-5));
+  EXPECT_TRUE(
+      torch::allclose(LinearForward(fc, x), fc->forward(x), 1e-5, 1e-5));
 }
 
 }  // namespace

@@ -1,0 +1,74 @@
+#include "coordinator/auth.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace gradsync {
+namespace {
+
+constexpr absl::string_view kBearer = "Bearer ";
+
+// Equal strings in time that depends only on their lengths.
+bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
+}  // namespace
+
+grpc::Status Authenticator::Check(const grpc::ServerContext& context,
+                                  Role role) const {
+  const std::string& want = role == Role::kUser ? tokens_.user : tokens_.worker;
+  if (want.empty()) return grpc::Status::OK;
+  const char* name = role == Role::kUser ? "user" : "worker";
+  const char* how = role == Role::kUser
+                        ? "--token or GRADSYNC_TOKEN"
+                        : "--token or GRADSYNC_WORKER_TOKEN on the worker";
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        absl::StrCat("missing token: this call needs the ",
+                                     name, " token (", how, ")"));
+  }
+  absl::string_view got(it->second.data(), it->second.size());
+  if (!absl::ConsumePrefix(&got, kBearer) || !ConstantTimeEquals(got, want)) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        absl::StrCat("wrong token: this call needs the ", name,
+                                     " token (", how, ")"));
+  }
+  return grpc::Status::OK;
+}
+
+absl::StatusOr<std::string> LoadToken(const std::string& value,
+                                      const std::string& file,
+                                      const std::string& what) {
+  if (!value.empty() && !file.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": give the token or a token file, not both"));
+  }
+  if (file.empty()) return value;
+  std::ifstream in(file);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat(what, ": cannot read token file ", file));
+  }
+  std::stringstream contents;
+  contents << in.rdbuf();
+  std::string token(absl::StripTrailingAsciiWhitespace(contents.str()));
+  if (token.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": token file ", file, " is empty"));
+  }
+  return token;
+}
+
+}  // namespace gradsync

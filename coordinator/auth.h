@@ -1,0 +1,50 @@
+// Token authentication for the coordinator's RPCs.
+//
+// Two roles, each with its own shared secret: users (gradsync.v1.JobService:
+// submit, cancel, watch, list) and workers (gradsync.v1.WorkerService:
+// register, heartbeat, shards, metrics, store, barrier). A call proves its
+// role with the metadata "authorization: Bearer <token>"; a role whose token
+// is empty is open (no authentication, the default). grpc.health.v1 and
+// server reflection stay open. Tokens are compared in constant time and
+// never logged.
+// Thread safety: an Authenticator is immutable; Check() may run on any
+// thread.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace gradsync {
+
+struct AuthTokens {
+  std::string user;    // empty = JobService open
+  std::string worker;  // empty = WorkerService open
+};
+
+enum class Role { kUser, kWorker };
+
+class Authenticator {
+ public:
+  explicit Authenticator(AuthTokens tokens) : tokens_(std::move(tokens)) {}
+
+  // OK when the role is open or the call carries its token; otherwise
+  // UNAUTHENTICATED saying whether the token was missing or wrong and which
+  // one the role needs.
+  grpc::Status Check(const grpc::ServerContext& context, Role role) const;
+
+ private:
+  const AuthTokens tokens_;
+};
+
+// A token given either as a value (flag or environment) or as a file whose
+// contents, without trailing whitespace, are the token. Both empty: "" (no
+// token). Both set: INVALID_ARGUMENT. An unreadable file: NOT_FOUND; an
+// empty one: INVALID_ARGUMENT. `what` names the option in messages.
+absl::StatusOr<std::string> LoadToken(const std::string& value,
+                                      const std::string& file,
+                                      const std::string& what);
+
+}  // namespace gradsync
