@@ -5,7 +5,6 @@
 #include <csignal>
 #include <cstdio>
 #include <string>
-#include <tuple>
 
 #include "coordinator/server.h"
 #include "gradsync/config.h"
@@ -43,32 +42,35 @@ int main(int argc, char** argv) {
                  "largest request accepted")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  std::string user_token, user_token_file, worker_token, worker_token_file;
-  app.add_option("--user-token", user_token,
-                 "token users (JobService) must send; empty: open")
-      ->envname("GRADSYNC_TOKEN");
-  app.add_option("--user-token-file", user_token_file,
-                 "file holding the user token")
-      ->envname("GRADSYNC_TOKEN_FILE");
-  app.add_option("--worker-token", worker_token,
-                 "token workers (WorkerService) must send; empty: open")
-      ->envname("GRADSYNC_WORKER_TOKEN");
-  app.add_option("--worker-token-file", worker_token_file,
-                 "file holding the worker token")
-      ->envname("GRADSYNC_WORKER_TOKEN_FILE");
+  // Per role: --<role>-token and --<role>-token-file (see coordinator/auth.h).
+  struct TokenFlags {
+    const char* role;
+    const char* env;  // GRADSYNC_TOKEN, GRADSYNC_WORKER_TOKEN (+ _FILE)
+    std::string* out;
+    std::string value, file;
+  };
+  TokenFlags token_flags[] = {
+      {"user", "GRADSYNC_TOKEN", &options.auth.user, "", ""},
+      {"worker", "GRADSYNC_WORKER_TOKEN", &options.auth.worker, "", ""}};
+  for (TokenFlags& t : token_flags) {
+    const std::string flag = std::string("--") + t.role + "-token";
+    app.add_option(flag, t.value,
+                   std::string("token ") + t.role + "s must send; empty: open")
+        ->envname(t.env);
+    app.add_option(flag + "-file", t.file,
+                   std::string("file holding the ") + t.role + " token")
+        ->envname(std::string(t.env) + "_FILE");
+  }
   CLI11_PARSE(app, argc, argv);
-  for (auto [value, file, what, out] :
-       {std::tuple{&user_token, &user_token_file, "--user-token(-file)",
-                   &options.auth.user},
-        std::tuple{&worker_token, &worker_token_file, "--worker-token(-file)",
-                   &options.auth.worker}}) {
-    absl::StatusOr<std::string> t = gradsync::LoadToken(*value, *file, what);
-    if (!t.ok()) {
+  for (TokenFlags& t : token_flags) {
+    absl::StatusOr<std::string> token = gradsync::LoadToken(
+        t.value, t.file, std::string("--") + t.role + "-token(-file)");
+    if (!token.ok()) {
       std::fprintf(stderr, "gradsync-coordinator: %s\n",
-                   std::string(t.status().message()).c_str());
+                   std::string(token.status().message()).c_str());
       return 2;
     }
-    *out = *t;
+    *t.out = *token;
   }
   if (!options.auth.user.empty() && options.auth.user == options.auth.worker) {
     std::fprintf(stderr,
