@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/data_roots.h"
 #include "coordinator/job_spec.h"
 #include "coordinator/job_state.h"
 #include "loader/image_folder_index.h"
@@ -363,6 +364,11 @@ v1::Assignment Coordinator::MakeAssignment(const JobEntry& entry,
 absl::StatusOr<v1::Job> Coordinator::SubmitJob(v1::JobSpec spec) {
   ApplyJobSpecDefaults(&spec);
   if (absl::Status s = ValidateJobSpec(spec, options_.max_world_size);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckUnderDataRoots(
+          "dataset.path", spec.dataset().path(), options_.data_roots);
       !s.ok()) {
     return s;
   }

@@ -44,6 +44,9 @@ struct CoordinatorOptions {
   int port_range_first = 29500;
   int port_range_last = 29999;
   int max_world_size = 1024;
+  // Dataset paths must lie under one of these (see data_roots.h); empty:
+  // anywhere.
+  std::vector<std::string> data_roots;
   // Upper bound for any blocking call (store get/wait, barrier).
   absl::Duration max_wait = absl::Minutes(10);
   // Run the failure detector on a background thread. Tests that drive

@@ -38,6 +38,11 @@ int main(int argc, char** argv) {
                  "largest world size a job may ask for")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--data-root", options.coordinator.data_roots,
+                 "dataset paths must lie under one of these (repeatable; "
+                 "default: anywhere)")
+      ->envname("GRADSYNC_DATA_ROOTS")
+      ->delimiter(',');
   app.add_option("--max-message-bytes", options.max_receive_message_bytes,
                  "largest request accepted")
       ->check(CLI::PositiveNumber)

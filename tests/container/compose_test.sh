@@ -22,6 +22,8 @@
 #     CLI through the published port; must reach SUCCEEDED before its deadline
 #     with test accuracy >= GRADSYNC_TEST_MIN_ACCURACY and metrics from rank 0
 #     and rank 1.
+#     A job naming /data/../etc is refused (PERMISSION_DENIED: the compose
+#     file confines data sets to /data).
 #  6. Job 2: a long job; once both ranks report steps, kills the container of
 #     rank 1; the job must be FAILED within heartbeat timeout + margin with a
 #     reason naming rank 1.
@@ -263,6 +265,15 @@ log "job 1 SUCCEEDED in $(( $(date +%s) - t0 )) s: test accuracy $accuracy; rank
 python3 -c "import sys; sys.exit(0 if $accuracy >= $MIN_ACCURACY else 1)" \
   || fail "job 1 accuracy $accuracy is below $MIN_ACCURACY"
 [ "$ranks" = "0 1" ] || fail "job 1: expected metrics from ranks 0 and 1, got '$ranks'"
+
+# The coordinator's data root (/data, from the compose file) holds.
+if refused=$(cli submit --name ctest-escape --model fashion_cnn \
+               --dataset /data/../etc -n 1 --batch-size 10 2>&1); then
+  fail "a data set outside /data was accepted: $refused"
+fi
+echo "$refused" | grep -q PERMISSION_DENIED \
+  || fail "expected PERMISSION_DENIED for /data/../etc, got: $refused"
+log "data set outside the data root refused: $refused"
 
 # ---- 6. job 2: a worker container dies ----------------------------------------------
 JOB2=$(submit --name ctest-kill --epochs 50)
