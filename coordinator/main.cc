@@ -5,8 +5,10 @@
 #include <csignal>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "coordinator/server.h"
+#include "coordinator/token_flags.h"
 #include "gradsync/config.h"
 
 int main(int argc, char** argv) {
@@ -47,35 +49,21 @@ int main(int argc, char** argv) {
                  "largest request accepted")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  // Per role: --<role>-token and --<role>-token-file (see coordinator/auth.h).
-  struct TokenFlags {
-    const char* role;
-    const char* env;  // GRADSYNC_TOKEN, GRADSYNC_WORKER_TOKEN (+ _FILE)
-    std::string* out;
-    std::string value, file;
-  };
-  TokenFlags token_flags[] = {
-      {"user", "GRADSYNC_TOKEN", &options.auth.user, "", ""},
-      {"worker", "GRADSYNC_WORKER_TOKEN", &options.auth.worker, "", ""}};
-  for (TokenFlags& t : token_flags) {
-    const std::string flag = std::string("--") + t.role + "-token";
-    app.add_option(flag, t.value,
-                   std::string("token ") + t.role + "s must send; empty: open")
-        ->envname(t.env);
-    app.add_option(flag + "-file", t.file,
-                   std::string("file holding the ") + t.role + " token")
-        ->envname(std::string(t.env) + "_FILE");
-  }
+  gradsync::TokenFlags user_token(app, "user-token", "GRADSYNC_TOKEN",
+                                  "token users must send; empty: open", "user");
+  gradsync::TokenFlags worker_token(
+      app, "worker-token", "GRADSYNC_WORKER_TOKEN",
+      "token workers must send; empty: open", "worker");
   CLI11_PARSE(app, argc, argv);
-  for (TokenFlags& t : token_flags) {
-    absl::StatusOr<std::string> token = gradsync::LoadToken(
-        t.value, t.file, std::string("--") + t.role + "-token(-file)");
+  for (auto [flags, out] : {std::pair{&user_token, &options.auth.user},
+                            std::pair{&worker_token, &options.auth.worker}}) {
+    absl::StatusOr<std::string> token = flags->Load();
     if (!token.ok()) {
       std::fprintf(stderr, "gradsync-coordinator: %s\n",
                    std::string(token.status().message()).c_str());
       return 2;
     }
-    *t.out = *token;
+    *out = *token;
   }
   if (!options.auth.user.empty() && options.auth.user == options.auth.worker) {
     std::fprintf(stderr,

@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <thread>
 
-#include "coordinator/auth.h"
 #include "coordinator/client_channel.h"
+#include "coordinator/token_flags.h"
 #include "gradsync/config.h"
 #include "worker/agent.h"
 
@@ -30,17 +30,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--ports", options.free_ports,
                  "data-plane ports this worker may offer as MASTER_PORT");
-  std::string token, token_file;
-  app.add_option("--token", token,
-                 "worker token, when the coordinator needs one")
-      ->envname("GRADSYNC_WORKER_TOKEN");
-  app.add_option("--token-file", token_file, "file holding the worker token")
-      ->envname("GRADSYNC_WORKER_TOKEN_FILE");
+  gradsync::TokenFlags token(app, "token", "GRADSYNC_WORKER_TOKEN",
+                             "worker token, when the coordinator needs one",
+                             "worker");
   app.add_option("--log-every", options.log_every, "steps between log lines")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  absl::StatusOr<std::string> worker_token =
-      gradsync::LoadToken(token, token_file, "--token/--token-file");
+  absl::StatusOr<std::string> worker_token = token.Load();
   if (!worker_token.ok()) {
     std::fprintf(stderr, "gradsync-worker: %s\n",
                  std::string(worker_token.status().message()).c_str());

@@ -8,10 +8,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "coordinator/client_channel.h"
 #include "absl/time/time.h"
 #include "coordinator/cli/format.h"
 #include "coordinator/cli/watch_view.h"
+#include "coordinator/client_channel.h"
 #include "coordinator/job_state.h"
 
 namespace gradsync::cli {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/auth.h"
 #include "coordinator/cli/commands.h"
+#include "coordinator/token_flags.h"
 #include "gradsync/config.h"
 
 namespace {
@@ -56,11 +56,9 @@ int main(int argc, char** argv) {
   app.add_option("--coordinator,-c", coordinator, "coordinator host:port")
       ->envname("GRADSYNC_COORDINATOR")
       ->capture_default_str();
-  std::string token, token_file;
-  app.add_option("--token", token, "user token, when the coordinator needs one")
-      ->envname("GRADSYNC_TOKEN");
-  app.add_option("--token-file", token_file, "file holding the user token")
-      ->envname("GRADSYNC_TOKEN_FILE");
+  gradsync::TokenFlags token(app, "token", "GRADSYNC_TOKEN",
+                             "user token, when the coordinator needs one",
+                             "user");
   app.add_flag("--json", options.json, "machine-readable JSON output");
   app.add_option("--timeout", options.timeout_s, "seconds per request")
       ->check(CLI::PositiveNumber)
@@ -125,8 +123,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   options.live = isatty(STDOUT_FILENO) != 0 && !options.json;
 
-  absl::StatusOr<std::string> user_token =
-      gradsync::LoadToken(token, token_file, "--token/--token-file");
+  absl::StatusOr<std::string> user_token = token.Load();
   if (!user_token.ok()) {
     std::cerr << "gradsync: " << user_token.status().message() << "\n";
     return 2;
