@@ -12,8 +12,9 @@ namespace {
 
 constexpr absl::string_view kBearer = "Bearer ";
 
-// Equal strings in time that depends only on their lengths.
-bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
+}  // namespace
+
+bool KeysEqual(absl::string_view a, absl::string_view b) {
   if (a.size() != b.size()) return false;
   unsigned char diff = 0;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -22,7 +23,13 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
   return diff == 0;
 }
 
-}  // namespace
+std::string ClientMetadata(const grpc::ServerContext& context,
+                           absl::string_view name) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find(grpc::string_ref(name.data(), name.size()));
+  if (it == metadata.end()) return "";
+  return std::string(it->second.data(), it->second.size());
+}
 
 grpc::Status Authenticator::Check(const grpc::ServerContext& context,
                                   Role role) const {
@@ -32,15 +39,14 @@ grpc::Status Authenticator::Check(const grpc::ServerContext& context,
   const char* how = role == Role::kUser
                         ? "--token or GRADSYNC_TOKEN"
                         : "--token or GRADSYNC_WORKER_TOKEN on the worker";
-  const auto& metadata = context.client_metadata();
-  auto it = metadata.find("authorization");
-  if (it == metadata.end()) {
+  const std::string header = ClientMetadata(context, "authorization");
+  if (header.empty()) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                         absl::StrCat("missing token: this call needs the ",
                                      name, " token (", how, ")"));
   }
-  absl::string_view got(it->second.data(), it->second.size());
-  if (!absl::ConsumePrefix(&got, kBearer) || !ConstantTimeEquals(got, want)) {
+  absl::string_view got = header;
+  if (!absl::ConsumePrefix(&got, kBearer) || !KeysEqual(got, want)) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                         absl::StrCat("wrong token: this call needs the ", name,
                                      " token (", how, ")"));

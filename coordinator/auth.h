@@ -16,6 +16,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace gradsync {
 
@@ -25,6 +26,18 @@ struct AuthTokens {
 };
 
 enum class Role { kUser, kWorker };
+
+// Metadata carrying a registered worker's own key (RegisterWorkerResponse.
+// worker_key), which binds its calls to its worker id (Coordinator::
+// AuthorizeWorker); the worker token only proves the caller is some worker.
+inline constexpr char kWorkerKeyHeader[] = "gradsync-worker-key";
+
+// Equal secrets, compared in time that depends only on their lengths.
+bool KeysEqual(absl::string_view a, absl::string_view b);
+
+// The value of metadata `name` in a call ("" when absent).
+std::string ClientMetadata(const grpc::ServerContext& context,
+                           absl::string_view name);
 
 class Authenticator {
  public:

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/auth.h"
 #include "coordinator/data_roots.h"
 #include "coordinator/job_spec.h"
 #include "coordinator/job_state.h"
@@ -34,6 +35,15 @@ absl::StatusOr<int64_t> CountSamples(const std::string& field,
         absl::StrCat("job_spec.", field, ": ", index.status().message()));
   }
   return static_cast<int64_t>(index->samples.size());
+}
+
+// 128 random bits as 32 hex digits.
+std::string NewWorkerKey() {
+  std::random_device random;
+  std::string key;
+  for (int i = 0; i < 4; ++i)
+    absl::StrAppend(&key, absl::Hex(random(), absl::kZeroPad8));
+  return key;
 }
 
 }  // namespace
@@ -490,6 +500,7 @@ absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(
   const absl::Time now = absl::Now();
   WorkerEntry& w = workers_[id];
   w.seq = seq;
+  w.key = NewWorkerKey();
   w.last_heartbeat = now;
   w.free_ports.assign(request.free_ports().begin(), request.free_ports().end());
   w.info.set_worker_id(id);
@@ -503,11 +514,51 @@ absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(
   Schedule();
   v1::RegisterWorkerResponse response;
   response.set_worker_id(id);
+  response.set_worker_key(w.key);
   response.set_heartbeat_interval_ms(
       absl::ToInt64Milliseconds(options_.heartbeat_interval));
   response.set_heartbeat_timeout_ms(
       absl::ToInt64Milliseconds(options_.heartbeat_timeout));
   return response;
+}
+
+absl::Status Coordinator::AuthorizeWorker(const std::string& worker_id,
+                                          const std::string& key,
+                                          const std::string& job_id,
+                                          int attempt, int rank) {
+  if (worker_id.empty()) {
+    return absl::InvalidArgumentError(
+        "worker_id is required (the id RegisterWorker returned)");
+  }
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<WorkerEntry*> w = FindWorker(worker_id);
+  if (!w.ok()) return w.status();
+  if (!KeysEqual(key, (*w)->key)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        key.empty() ? "missing" : "wrong", " worker key: only worker ",
+        worker_id, " may act as ", worker_id,
+        " (send RegisterWorkerResponse.worker_key as metadata ",
+        kWorkerKeyHeader, ")"));
+  }
+  if (job_id.empty()) return absl::OkStatus();
+  absl::StatusOr<JobEntry*> entry = FindAttempt(job_id, attempt);
+  if (!entry.ok()) return entry.status();
+  const v1::Job& job = (*entry)->job;
+  const v1::RankAssignment* mine = nullptr;
+  for (const v1::RankAssignment& r : job.ranks()) {
+    if (r.worker_id() == worker_id) mine = &r;
+  }
+  if (mine == nullptr) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("worker ", worker_id, " is not assigned to job ", job_id,
+                     " attempt ", attempt));
+  }
+  if (rank >= 0 && mine->rank() != rank) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "worker ", worker_id, " is rank ", mine->rank(), " of job ", job_id,
+        " attempt ", attempt, ", not rank ", rank));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(

@@ -7,7 +7,8 @@
 // Thread-safe: every public method may be called from any thread. Blocking
 // waits (store, barrier, events) happen outside the coordinator's lock.
 // Errors: INVALID_ARGUMENT (bad request, naming the field), NOT_FOUND
-// (unknown job or worker), FAILED_PRECONDITION (wrong state or stale
+// (unknown job or worker), PERMISSION_DENIED (a worker acting for a worker,
+// job or rank it is not), FAILED_PRECONDITION (wrong state or stale
 // attempt), ABORTED (the job ended while waiting).
 #pragma once
 
@@ -85,6 +86,17 @@ class Coordinator {
   // ---- WorkerService ----
   absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(
       const v1::RegisterWorkerRequest& request);
+  // Whether the caller holding `key` (RegisterWorkerResponse.worker_key) is
+  // worker `worker_id` and, when `job_id` is set, runs the current attempt
+  // `attempt` of that job, as rank `rank` unless rank < 0. NOT_FOUND: an
+  // unknown worker (register again); PERMISSION_DENIED: a wrong key, or a
+  // job or rank not assigned to this worker; FAILED_PRECONDITION / ABORTED:
+  // a stale or ended attempt. WorkerServiceImpl calls it before every call
+  // but RegisterWorker.
+  absl::Status AuthorizeWorker(const std::string& worker_id,
+                               const std::string& key,
+                               const std::string& job_id, int attempt,
+                               int rank);
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
       const v1::HeartbeatRequest& request);
   absl::StatusOr<v1::GetShardResponse> GetShard(
@@ -118,6 +130,7 @@ class Coordinator {
     std::vector<int> free_ports;
     absl::Time last_heartbeat;
     int64_t seq = 0;  // registration order
+    std::string key;  // secret handed out at registration
     // Current task; empty job_id = none.
     std::string job_id;
     int attempt = 0;

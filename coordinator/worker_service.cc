@@ -1,7 +1,10 @@
 #include "coordinator/worker_service.h"
 
+#include <set>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "coordinator/grpc_status.h"
 
 namespace gradsync {
@@ -17,6 +20,18 @@ grpc::Status CheckKey(const std::string& key) {
 
 }  // namespace
 
+grpc::Status WorkerServiceImpl::Authorize(const grpc::ServerContext& context,
+                                          const std::string& worker_id,
+                                          const std::string& job_id,
+                                          int attempt, int rank) const {
+  if (grpc::Status s = auth_->Check(context, Role::kWorker); !s.ok()) {
+    return s;
+  }
+  return ToGrpcStatus(coordinator_->AuthorizeWorker(
+      worker_id, ClientMetadata(context, kWorkerKeyHeader), job_id, attempt,
+      rank));
+}
+
 grpc::Status WorkerServiceImpl::RegisterWorker(
     grpc::ServerContext* context, const v1::RegisterWorkerRequest* request,
     v1::RegisterWorkerResponse* response) {
@@ -29,7 +44,8 @@ grpc::Status WorkerServiceImpl::RegisterWorker(
 grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* context,
                                           const v1::HeartbeatRequest* request,
                                           v1::HeartbeatResponse* response) {
-  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+  if (grpc::Status s = Authorize(*context, request->worker_id(), "", 0, -1);
+      !s.ok()) {
     return s;
   }
   return Reply(coordinator_->Heartbeat(*request), response);
@@ -38,7 +54,10 @@ grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::GetShard(grpc::ServerContext* context,
                                          const v1::GetShardRequest* request,
                                          v1::GetShardResponse* response) {
-  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+  if (grpc::Status s =
+          Authorize(*context, request->worker_id(), request->job_id(),
+                    request->attempt(), request->rank());
+      !s.ok()) {
     return s;
   }
   return Reply(coordinator_->GetShard(*request), response);
@@ -47,7 +66,22 @@ grpc::Status WorkerServiceImpl::GetShard(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::ReportMetrics(
     grpc::ServerContext* context, const v1::ReportMetricsRequest* request,
     v1::ReportMetricsResponse*) {
-  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+  // A rank reports its own steps; evaluation results come from rank 0.
+  std::set<int> ranks;
+  for (const v1::StepMetrics& step : request->steps())
+    ranks.insert(step.rank());
+  if (request->eval_size() > 0) ranks.insert(0);
+  if (ranks.size() > 1) {
+    return grpc::Status(
+        grpc::StatusCode::PERMISSION_DENIED,
+        absl::StrCat("report metrics: a worker reports for its own rank only "
+                     "(this report names ranks ",
+                     absl::StrJoin(ranks, ", "), ")"));
+  }
+  if (grpc::Status s =
+          Authorize(*context, request->worker_id(), request->job_id(),
+                    request->attempt(), ranks.empty() ? -1 : *ranks.begin());
+      !s.ok()) {
     return s;
   }
   return ToGrpcStatus(coordinator_->ReportMetrics(*request));
@@ -56,7 +90,10 @@ grpc::Status WorkerServiceImpl::ReportMetrics(
 grpc::Status WorkerServiceImpl::CompleteTask(
     grpc::ServerContext* context, const v1::CompleteTaskRequest* request,
     v1::CompleteTaskResponse*) {
-  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+  if (grpc::Status s =
+          Authorize(*context, request->worker_id(), request->job_id(),
+                    request->attempt(), request->rank());
+      !s.ok()) {
     return s;
   }
   return ToGrpcStatus(coordinator_->CompleteTask(*request));
@@ -65,7 +102,9 @@ grpc::Status WorkerServiceImpl::CompleteTask(
 grpc::Status WorkerServiceImpl::StoreSet(grpc::ServerContext* context,
                                          const v1::StoreSetRequest* request,
                                          v1::StoreSetResponse*) {
-  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+  if (grpc::Status s = Authorize(*context, request->worker_id(),
+                                 request->job_id(), request->attempt(), -1);
+      !s.ok()) {
     return s;
   }
   if (grpc::Status s = CheckKey(request->key()); !s.ok()) return s;
@@ -78,7 +117,9 @@ grpc::Status WorkerServiceImpl::StoreSet(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::StoreGet(grpc::ServerContext* context,
                                          const v1::StoreGetRequest* request,
                                          v1::StoreGetResponse* response) {
-  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+  if (grpc::Status s = Authorize(*context, request->worker_id(),
+                                 request->job_id(), request->attempt(), -1);
+      !s.ok()) {
     return s;
   }
   if (grpc::Status s = CheckKey(request->key()); !s.ok()) return s;
@@ -96,7 +137,9 @@ grpc::Status WorkerServiceImpl::StoreGet(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::StoreAdd(grpc::ServerContext* context,
                                          const v1::StoreAddRequest* request,
                                          v1::StoreAddResponse* response) {
-  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+  if (grpc::Status s = Authorize(*context, request->worker_id(),
+                                 request->job_id(), request->attempt(), -1);
+      !s.ok()) {
     return s;
   }
   if (grpc::Status s = CheckKey(request->key()); !s.ok()) return s;
@@ -113,7 +156,9 @@ grpc::Status WorkerServiceImpl::StoreAdd(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::StoreWait(grpc::ServerContext* context,
                                           const v1::StoreWaitRequest* request,
                                           v1::StoreWaitResponse*) {
-  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+  if (grpc::Status s = Authorize(*context, request->worker_id(),
+                                 request->job_id(), request->attempt(), -1);
+      !s.ok()) {
     return s;
   }
   for (const std::string& key : request->keys()) {
@@ -131,7 +176,10 @@ grpc::Status WorkerServiceImpl::StoreWait(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::Barrier(grpc::ServerContext* context,
                                         const v1::BarrierRequest* request,
                                         v1::BarrierResponse*) {
-  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+  if (grpc::Status s =
+          Authorize(*context, request->worker_id(), request->job_id(),
+                    request->attempt(), request->rank());
+      !s.ok()) {
     return s;
   }
   if (request->name().empty()) {

@@ -11,8 +11,9 @@ namespace gradsync {
 
 class WorkerServiceImpl final : public v1::WorkerService::Service {
  public:
-  // Every call is first checked against `auth` (see auth.h); both must
-  // outlive the service.
+  // Every call is first checked against `auth` (see auth.h), and every call
+  // but RegisterWorker against the caller's worker key and assignment
+  // (Coordinator::AuthorizeWorker); both must outlive the service.
   WorkerServiceImpl(Coordinator* coordinator, const Authenticator* auth)
       : coordinator_(coordinator), auth_(auth) {}
 
@@ -48,6 +49,12 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
                        v1::BarrierResponse* response) override;
 
  private:
+  // The worker token, then the worker key and assignment (rank < 0: any).
+  grpc::Status Authorize(const grpc::ServerContext& context,
+                         const std::string& worker_id,
+                         const std::string& job_id, int attempt,
+                         int rank) const;
+
   Coordinator* const coordinator_;
   const Authenticator* const auth_;
 };

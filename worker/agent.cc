@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "coordinator/auth.h"
 #include "coordinator/grpc_status.h"
 #include "worker/comm/communicator.h"
 #include "worker/comm/store.h"
@@ -19,6 +20,9 @@ namespace gradsync {
 
 struct Agent::Task {
   v1::Assignment assignment;
+  // The registration the task was assigned to; its calls act as this worker.
+  std::string worker_id;
+  std::string worker_key;
   std::atomic<bool> cancel{false};
   std::atomic<bool> done{false};
   std::atomic<int64_t> step{0};
@@ -35,9 +39,12 @@ struct Agent::Task {
 
 namespace {
 
-std::unique_ptr<grpc::ClientContext> Ctx(absl::Duration timeout) {
+// A call context with a deadline, sending the worker key once registered.
+std::unique_ptr<grpc::ClientContext> Ctx(absl::Duration timeout,
+                                         const std::string& worker_key) {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  if (!worker_key.empty()) ctx->AddMetadata(kWorkerKeyHeader, worker_key);
   return ctx;
 }
 
@@ -71,10 +78,11 @@ absl::Status Agent::Register() {
   absl::Duration backoff = absl::Milliseconds(200);
   while (!stop_.HasBeenNotified()) {
     v1::RegisterWorkerResponse response;
-    grpc::Status s =
-        stub_->RegisterWorker(Ctx(absl::Seconds(10)).get(), request, &response);
+    grpc::Status s = stub_->RegisterWorker(Ctx(absl::Seconds(10), "").get(),
+                                           request, &response);
     if (s.ok()) {
       worker_id_ = response.worker_id();
+      worker_key_ = response.worker_key();
       interval_ = absl::Milliseconds(response.heartbeat_interval_ms());
       Log(absl::StrCat("registered as ", worker_id_, " (host ", options_.host,
                        ")"));
@@ -127,8 +135,8 @@ void Agent::Beat() {
     request.set_state(v1::WORKER_STATE_IDLE);
   }
   v1::HeartbeatResponse response;
-  grpc::Status s =
-      stub_->Heartbeat(Ctx(absl::Seconds(5)).get(), request, &response);
+  grpc::Status s = stub_->Heartbeat(Ctx(absl::Seconds(5), worker_key_).get(),
+                                    request, &response);
   if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
     Log(absl::StrCat("coordinator no longer knows ", worker_id_, ": ",
                      s.error_message(), "; registering again"));
@@ -165,6 +173,8 @@ void Agent::StartTask(const v1::Assignment& a) {
   std::lock_guard<std::mutex> lock(mu_);
   task_ = std::make_unique<Task>();
   task_->assignment = a;
+  task_->worker_id = worker_id_;
+  task_->worker_key = worker_key_;
   Task* task = task_.get();
   task_->thread = std::thread([this, task] { RunTask(task); });
 }
@@ -179,12 +189,12 @@ void Agent::FlushMetrics(Task* task) {
     task->steps.clear();
     task->evals.clear();
   }
-  request.set_worker_id(worker_id_);
+  request.set_worker_id(task->worker_id);
   request.set_job_id(task->assignment.job_id());
   request.set_attempt(task->assignment.attempt());
   v1::ReportMetricsResponse response;
-  grpc::Status s =
-      stub_->ReportMetrics(Ctx(absl::Seconds(10)).get(), request, &response);
+  grpc::Status s = stub_->ReportMetrics(
+      Ctx(absl::Seconds(10), task->worker_key).get(), request, &response);
   if (!s.ok()) Log(absl::StrCat("metrics not reported: ", s.error_message()));
 }
 
@@ -207,8 +217,8 @@ void Agent::RunTask(Task* task) {
     CommOptions co;
     co.rank = a.rank();
     co.size = a.world_size();
-    co.store =
-        std::make_shared<CoordinatorStore>(stub_, a.job_id(), a.attempt());
+    co.store = std::make_shared<CoordinatorStore>(
+        stub_, task->worker_id, task->worker_key, a.job_id(), a.attempt());
     co.timeout = absl::Milliseconds(spec.collective_timeout_ms());
     co.hostname = options_.host;
     absl::StatusOr<std::unique_ptr<Communicator>> created;
@@ -250,15 +260,15 @@ void Agent::RunTask(Task* task) {
     c.shard = [this, task](int epoch,
                            bool eval) -> absl::StatusOr<std::vector<int64_t>> {
       v1::GetShardRequest request;
-      request.set_worker_id(worker_id_);
+      request.set_worker_id(task->worker_id);
       request.set_job_id(task->assignment.job_id());
       request.set_attempt(task->assignment.attempt());
       request.set_rank(task->assignment.rank());
       request.set_epoch(epoch);
       request.set_split(eval ? v1::SHARD_SPLIT_EVAL : v1::SHARD_SPLIT_TRAIN);
       v1::GetShardResponse response;
-      grpc::Status s =
-          stub_->GetShard(Ctx(absl::Seconds(30)).get(), request, &response);
+      grpc::Status s = stub_->GetShard(
+          Ctx(absl::Seconds(30), task->worker_key).get(), request, &response);
       if (!s.ok()) {
         absl::Status status = FromGrpcStatus(s);
         return absl::Status(status.code(),
@@ -300,7 +310,7 @@ void Agent::RunTask(Task* task) {
   FlushMetrics(task);
   if (!task->cancel) {
     v1::CompleteTaskRequest request;
-    request.set_worker_id(worker_id_);
+    request.set_worker_id(task->worker_id);
     request.set_job_id(a.job_id());
     request.set_attempt(a.attempt());
     request.set_rank(a.rank());
@@ -312,8 +322,8 @@ void Agent::RunTask(Task* task) {
                                           : ", checkpoint " + result.checkpoint)
                     : status.ToString());
     v1::CompleteTaskResponse response;
-    grpc::Status s =
-        stub_->CompleteTask(Ctx(absl::Seconds(10)).get(), request, &response);
+    grpc::Status s = stub_->CompleteTask(
+        Ctx(absl::Seconds(10), task->worker_key).get(), request, &response);
     if (!s.ok()) Log(absl::StrCat("complete task: ", s.error_message()));
   }
   Log(absl::StrCat("job ", a.job_id(), " rank ", a.rank(), " finished: ",

@@ -49,7 +49,10 @@ class Agent {
 
   std::shared_ptr<v1::WorkerService::StubInterface> stub_;
   const AgentOptions options_;
+  // This registration (written by Register on the Run thread only; a task
+  // keeps its own copy).
   std::string worker_id_;
+  std::string worker_key_;
   absl::Duration interval_ = absl::Seconds(1);
   absl::Notification stop_;
   std::mutex mu_;

@@ -11,41 +11,47 @@
 namespace gradsync::testing {
 namespace {
 
-grpc::Status StoreSet(TestCluster& c, const v1::Assignment& a,
-                      const std::string& key, const std::string& value) {
+grpc::Status StoreSet(TestCluster& c, const SimWorker& w,
+                      const v1::Assignment& a, const std::string& key,
+                      const std::string& value) {
   v1::StoreSetRequest request;
+  request.set_worker_id(w.id());
   request.set_job_id(a.job_id());
   request.set_attempt(a.attempt());
   request.set_key(key);
   request.set_value(value);
   v1::StoreSetResponse response;
-  return c.workers().StoreSet(Ctx().get(), request, &response);
+  return c.workers().StoreSet(w.Context().get(), request, &response);
 }
 
-grpc::Status StoreGet(TestCluster& c, const v1::Assignment& a,
-                      const std::string& key, int64_t timeout_ms,
-                      std::string* value) {
+grpc::Status StoreGet(TestCluster& c, const SimWorker& w,
+                      const v1::Assignment& a, const std::string& key,
+                      int64_t timeout_ms, std::string* value) {
   v1::StoreGetRequest request;
+  request.set_worker_id(w.id());
   request.set_job_id(a.job_id());
   request.set_attempt(a.attempt());
   request.set_key(key);
   request.set_timeout_ms(timeout_ms);
   v1::StoreGetResponse response;
-  grpc::Status s = c.workers().StoreGet(Ctx(30).get(), request, &response);
+  grpc::Status s =
+      c.workers().StoreGet(w.Context(30).get(), request, &response);
   *value = response.value();
   return s;
 }
 
-grpc::Status Barrier(TestCluster& c, const v1::Assignment& a,
-                     const std::string& name, int64_t timeout_ms) {
+grpc::Status Barrier(TestCluster& c, const SimWorker& w,
+                     const v1::Assignment& a, const std::string& name,
+                     int64_t timeout_ms) {
   v1::BarrierRequest request;
+  request.set_worker_id(w.id());
   request.set_job_id(a.job_id());
   request.set_attempt(a.attempt());
   request.set_name(name);
   request.set_rank(a.rank());
   request.set_timeout_ms(timeout_ms);
   v1::BarrierResponse response;
-  return c.workers().Barrier(Ctx(30).get(), request, &response);
+  return c.workers().Barrier(w.Context(30).get(), request, &response);
 }
 
 class RendezvousTest : public ::testing::TestWithParam<int> {};
@@ -69,7 +75,8 @@ TEST_P(RendezvousTest, EachRankOnceStoreAndBarrier) {
   std::vector<std::thread> threads;
   for (int i = 0; i < world; ++i) {
     threads.emplace_back([&, i] {
-      v1::Assignment a = workers[i]->AwaitAssignment();
+      SimWorker& w = *workers[i];
+      v1::Assignment a = w.AwaitAssignment();
       EXPECT_EQ(a.world_size(), world);
       EXPECT_EQ(a.job_id(), job.id());
       EXPECT_EQ(a.peers_size(), world);
@@ -80,25 +87,26 @@ TEST_P(RendezvousTest, EachRankOnceStoreAndBarrier) {
         ranks.insert(a.rank());
       }
       // Each rank publishes its address; every rank reads all of them.
-      ASSERT_TRUE(StoreSet(c, a, "addr/" + std::to_string(a.rank()),
+      ASSERT_TRUE(StoreSet(c, w, a, "addr/" + std::to_string(a.rank()),
                            "host:" + std::to_string(a.rank()))
                       .ok());
       for (int r = 0; r < world; ++r) {
         std::string value;
         grpc::Status s =
-            StoreGet(c, a, "addr/" + std::to_string(r), 20000, &value);
+            StoreGet(c, w, a, "addr/" + std::to_string(r), 20000, &value);
         ASSERT_TRUE(s.ok()) << s.error_message();
         EXPECT_EQ(value, "host:" + std::to_string(r));
       }
       v1::StoreAddRequest add;
+      add.set_worker_id(w.id());
       add.set_job_id(a.job_id());
       add.set_attempt(a.attempt());
       add.set_key("joined");
       add.set_delta(1);
       v1::StoreAddResponse added;
-      ASSERT_TRUE(c.workers().StoreAdd(Ctx().get(), add, &added).ok());
+      ASSERT_TRUE(c.workers().StoreAdd(w.Context().get(), add, &added).ok());
       EXPECT_GE(added.value(), 1);
-      grpc::Status s = Barrier(c, a, "start", 20000);
+      grpc::Status s = Barrier(c, w, a, "start", 20000);
       EXPECT_TRUE(s.ok()) << s.error_message();
     });
   }
@@ -123,19 +131,20 @@ TEST(RendezvousTest, StoreGetTimesOutNamingTheKey) {
   c.Submit(c.Spec(1));
   v1::Assignment a = w.AwaitAssignment();
   std::string value;
-  grpc::Status s = StoreGet(c, a, "never-set", 50, &value);
+  grpc::Status s = StoreGet(c, w, a, "never-set", 50, &value);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_NE(s.error_message().find("never-set"), std::string::npos);
 
   v1::StoreWaitRequest wait;
+  wait.set_worker_id(w.id());
   wait.set_job_id(a.job_id());
   wait.set_attempt(a.attempt());
   wait.add_keys("x");
   wait.add_keys("y");
   wait.set_timeout_ms(50);
   v1::StoreWaitResponse ignored;
-  ASSERT_TRUE(StoreSet(c, a, "x", "1").ok());
-  s = c.workers().StoreWait(Ctx().get(), wait, &ignored);
+  ASSERT_TRUE(StoreSet(c, w, a, "x", "1").ok());
+  s = c.workers().StoreWait(w.Context().get(), wait, &ignored);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_NE(s.error_message().find("missing keys: y"), std::string::npos)
       << s.error_message();
@@ -151,10 +160,8 @@ TEST(RendezvousTest, BarrierTimeoutNamesMissingRanks) {
   std::vector<v1::Assignment> a;
   for (auto& w : workers) a.push_back(w->AwaitAssignment());
   // Only rank 0 arrives: it times out naming ranks 1 and 2.
-  const v1::Assignment& rank0 = a[0].rank() == 0   ? a[0]
-                                : a[1].rank() == 0 ? a[1]
-                                                   : a[2];
-  grpc::Status s = Barrier(c, rank0, "epoch-0", 100);
+  const int i = a[0].rank() == 0 ? 0 : a[1].rank() == 0 ? 1 : 2;
+  grpc::Status s = Barrier(c, *workers[i], a[i], "epoch-0", 100);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_NE(s.error_message().find("waiting for rank(s) 1, 2"),
             std::string::npos)
@@ -167,10 +174,11 @@ TEST(RendezvousTest, StaleAttemptAndUnknownJobAreRejected) {
   c.Submit(c.Spec(1));
   v1::Assignment a = w.AwaitAssignment();
   a.set_attempt(a.attempt() + 1);
-  EXPECT_EQ(StoreSet(c, a, "k", "v").error_code(),
+  EXPECT_EQ(StoreSet(c, w, a, "k", "v").error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
   a.set_job_id("job-999999");
-  EXPECT_EQ(StoreSet(c, a, "k", "v").error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(StoreSet(c, w, a, "k", "v").error_code(),
+            grpc::StatusCode::NOT_FOUND);
 }
 
 TEST(RendezvousTest, CancelWakesBlockedStoreCalls) {
@@ -187,7 +195,7 @@ TEST(RendezvousTest, CancelWakesBlockedStoreCalls) {
     EXPECT_TRUE(c.jobs().CancelJob(Ctx().get(), cancel, &ignored).ok());
   });
   std::string value;
-  grpc::Status s = StoreGet(c, a, "never", 20000, &value);
+  grpc::Status s = StoreGet(c, w, a, "never", 20000, &value);
   canceller.join();
   EXPECT_EQ(s.error_code(), grpc::StatusCode::ABORTED) << s.error_message();
   EXPECT_NE(s.error_message().find("CANCELLED"), std::string::npos);

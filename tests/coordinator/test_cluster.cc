@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/auth.h"
 
 namespace gradsync::testing {
 namespace fs = std::filesystem;
@@ -141,6 +142,13 @@ SimWorker::SimWorker(v1::WorkerService::Stub& stub, std::string host, int gpus)
   grpc::Status s = stub_.RegisterWorker(Ctx().get(), request, &response);
   EXPECT_TRUE(s.ok()) << s.error_message();
   id_ = response.worker_id();
+  key_ = response.worker_key();
+}
+
+std::unique_ptr<grpc::ClientContext> SimWorker::Context(double seconds) const {
+  std::unique_ptr<grpc::ClientContext> ctx = Ctx(seconds);
+  ctx->AddMetadata(kWorkerKeyHeader, key_);
+  return ctx;
 }
 
 grpc::Status SimWorker::Heartbeat(v1::HeartbeatResponse* response) {
@@ -153,7 +161,7 @@ grpc::Status SimWorker::Heartbeat(v1::HeartbeatResponse* response) {
     request.set_rank(task_->rank());
     request.set_step(++step_);
   }
-  return stub_.Heartbeat(Ctx().get(), request, response);
+  return stub_.Heartbeat(Context().get(), request, response);
 }
 
 v1::Assignment SimWorker::AwaitAssignment(int max_beats) {
@@ -187,7 +195,7 @@ grpc::Status SimWorker::Complete(bool success, const std::string& message) {
   request.set_success(success);
   request.set_message(message);
   v1::CompleteTaskResponse response;
-  grpc::Status s = stub_.CompleteTask(Ctx().get(), request, &response);
+  grpc::Status s = stub_.CompleteTask(Context().get(), request, &response);
   task_.reset();
   return s;
 }

@@ -64,6 +64,9 @@ class SimWorker {
   SimWorker(v1::WorkerService::Stub& stub, std::string host, int gpus = 0);
 
   const std::string& id() const { return id_; }
+  const std::string& key() const { return key_; }
+  // A call context (deadline `seconds`) carrying this worker's key.
+  std::unique_ptr<grpc::ClientContext> Context(double seconds = 10) const;
   // One heartbeat carrying the worker's current task (if any).
   grpc::Status Heartbeat(v1::HeartbeatResponse* response);
   // Heartbeats until the coordinator answers RUN (at most `max_beats`),
@@ -78,6 +81,7 @@ class SimWorker {
  private:
   v1::WorkerService::Stub& stub_;
   std::string id_;
+  std::string key_;
   std::unique_ptr<v1::Assignment> task_;
   int64_t step_ = 0;
 };

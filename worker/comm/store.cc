@@ -5,19 +5,10 @@
 #include <chrono>
 
 #include "absl/time/clock.h"
+#include "coordinator/auth.h"
 #include "coordinator/grpc_status.h"
 
 namespace gradsync {
-namespace {
-
-// A context whose deadline leaves the server `wait` to answer first.
-std::unique_ptr<grpc::ClientContext> Context(absl::Duration wait) {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(absl::ToChronoTime(absl::Now() + wait + absl::Seconds(10)));
-  return ctx;
-}
-
-}  // namespace
 
 absl::Status InMemoryStore::Set(const std::string& key,
                                 const std::string& value) {
@@ -36,9 +27,18 @@ absl::Status InMemoryStore::Wait(const std::vector<std::string>& keys,
   return kv_.Wait(keys, absl::Now() + timeout);
 }
 
+std::unique_ptr<grpc::ClientContext> CoordinatorStore::Context(
+    absl::Duration wait) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(absl::ToChronoTime(absl::Now() + wait + absl::Seconds(10)));
+  ctx->AddMetadata(kWorkerKeyHeader, worker_key_);
+  return ctx;
+}
+
 absl::Status CoordinatorStore::Set(const std::string& key,
                                    const std::string& value) {
   v1::StoreSetRequest request;
+  request.set_worker_id(worker_id_);
   request.set_job_id(job_id_);
   request.set_attempt(attempt_);
   request.set_key(key);
@@ -51,6 +51,7 @@ absl::Status CoordinatorStore::Set(const std::string& key,
 absl::StatusOr<std::string> CoordinatorStore::Get(const std::string& key,
                                                   absl::Duration timeout) {
   v1::StoreGetRequest request;
+  request.set_worker_id(worker_id_);
   request.set_job_id(job_id_);
   request.set_attempt(attempt_);
   request.set_key(key);
@@ -65,6 +66,7 @@ absl::StatusOr<std::string> CoordinatorStore::Get(const std::string& key,
 absl::StatusOr<int64_t> CoordinatorStore::Add(const std::string& key,
                                               int64_t delta) {
   v1::StoreAddRequest request;
+  request.set_worker_id(worker_id_);
   request.set_job_id(job_id_);
   request.set_attempt(attempt_);
   request.set_key(key);
@@ -79,6 +81,7 @@ absl::StatusOr<int64_t> CoordinatorStore::Add(const std::string& key,
 absl::Status CoordinatorStore::Wait(const std::vector<std::string>& keys,
                                     absl::Duration timeout) {
   v1::StoreWaitRequest request;
+  request.set_worker_id(worker_id_);
   request.set_job_id(job_id_);
   request.set_attempt(attempt_);
   for (const std::string& k : keys) request.add_keys(k);

@@ -48,12 +48,18 @@ class InMemoryStore : public Store {
   KvStore kv_;
 };
 
-// The coordinator's store of one job attempt (WorkerService Store* RPCs).
+// The coordinator's store of one job attempt (WorkerService Store* RPCs),
+// called as worker `worker_id` with its key (see worker_service.proto).
 class CoordinatorStore : public Store {
  public:
   CoordinatorStore(std::shared_ptr<v1::WorkerService::StubInterface> stub,
+                   std::string worker_id, std::string worker_key,
                    std::string job_id, int attempt)
-      : stub_(std::move(stub)), job_id_(std::move(job_id)), attempt_(attempt) {}
+      : stub_(std::move(stub)),
+        worker_id_(std::move(worker_id)),
+        worker_key_(std::move(worker_key)),
+        job_id_(std::move(job_id)),
+        attempt_(attempt) {}
   absl::Status Set(const std::string& key, const std::string& value) override;
   absl::StatusOr<std::string> Get(const std::string& key,
                                   absl::Duration timeout) override;
@@ -62,7 +68,12 @@ class CoordinatorStore : public Store {
                     absl::Duration timeout) override;
 
  private:
+  // A context whose deadline leaves the server `wait` to answer first.
+  std::unique_ptr<grpc::ClientContext> Context(absl::Duration wait) const;
+
   std::shared_ptr<v1::WorkerService::StubInterface> stub_;
+  const std::string worker_id_;
+  const std::string worker_key_;
   const std::string job_id_;
   const int attempt_;
 };
