@@ -33,6 +33,18 @@ std::string ClientMetadata(const grpc::ServerContext& context,
 
 grpc::Status Authenticator::Check(const grpc::ServerContext& context,
                                   Role role) const {
+  if (role == Role::kWorker && tokens_.worker_cert) {
+    const std::shared_ptr<const grpc::AuthContext> peer =
+        context.auth_context();
+    if (peer == nullptr || !peer->IsPeerAuthenticated()) {
+      return grpc::Status(
+          grpc::StatusCode::UNAUTHENTICATED,
+          "missing client certificate: worker calls need mutual TLS "
+          "(--tls-cert "
+          "and --tls-key on the worker, signed by the coordinator's "
+          "--tls-client-ca)");
+    }
+  }
   const std::string& want = role == Role::kUser ? tokens_.user : tokens_.worker;
   if (want.empty()) return grpc::Status::OK;
   const char* name = role == Role::kUser ? "user" : "worker";

@@ -23,6 +23,9 @@ namespace gradsync {
 struct AuthTokens {
   std::string user;    // empty = JobService open
   std::string worker;  // empty = WorkerService open
+  // Worker calls must also come over TLS with a client certificate the
+  // server verified (mutual TLS; see tls.h).
+  bool worker_cert = false;
 };
 
 enum class Role { kUser, kWorker };
@@ -43,9 +46,10 @@ class Authenticator {
  public:
   explicit Authenticator(AuthTokens tokens) : tokens_(std::move(tokens)) {}
 
-  // OK when the role is open or the call carries its token; otherwise
-  // UNAUTHENTICATED saying whether the token was missing or wrong and which
-  // one the role needs.
+  // OK when the role is open or the call carries its token (and, for
+  // workers with worker_cert, a verified client certificate); otherwise
+  // UNAUTHENTICATED saying what was missing or wrong and what the role
+  // needs.
   grpc::Status Check(const grpc::ServerContext& context, Role role) const;
 
  private:

@@ -44,10 +44,13 @@ class BearerInterceptorFactory
 }  // namespace
 
 std::shared_ptr<grpc::Channel> MakeCoordinatorChannel(
-    const std::string& address, const std::string& token,
+    const std::string& address, const std::string& token, const ClientTls& tls,
     int max_receive_message_bytes) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(max_receive_message_bytes);
+  if (tls.enabled() && !tls.server_name.empty()) {
+    args.SetSslTargetNameOverride(tls.server_name);
+  }
   std::vector<
       std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
       interceptors;
@@ -55,8 +58,7 @@ std::shared_ptr<grpc::Channel> MakeCoordinatorChannel(
     interceptors.push_back(std::make_unique<BearerInterceptorFactory>(token));
   }
   return grpc::experimental::CreateCustomChannelWithInterceptors(
-      address, grpc::InsecureChannelCredentials(), args,
-      std::move(interceptors));
+      address, MakeChannelCredentials(tls), args, std::move(interceptors));
 }
 
 }  // namespace gradsync

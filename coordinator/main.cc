@@ -54,6 +54,19 @@ int main(int argc, char** argv) {
   gradsync::TokenFlags worker_token(
       app, "worker-token", "GRADSYNC_WORKER_TOKEN",
       "token workers must send; empty: open", "worker");
+  app.add_option("--tls-cert", options.tls.cert_file,
+                 "serve TLS with this PEM certificate (chain)")
+      ->envname("GRADSYNC_TLS_CERT");
+  app.add_option("--tls-key", options.tls.key_file,
+                 "PEM private key of --tls-cert")
+      ->envname("GRADSYNC_TLS_KEY");
+  app.add_option("--tls-client-ca", options.tls.client_ca_file,
+                 "verify client certificates against this PEM CA (mutual TLS)")
+      ->envname("GRADSYNC_TLS_CLIENT_CA");
+  app.add_flag("--require-worker-cert", options.auth.worker_cert,
+               "worker calls need a client certificate signed by "
+               "--tls-client-ca")
+      ->envname("GRADSYNC_REQUIRE_WORKER_CERT");
   CLI11_PARSE(app, argc, argv);
   for (auto [flags, out] : {std::pair{&user_token, &options.auth.user},
                             std::pair{&worker_token, &options.auth.worker}}) {
@@ -98,8 +111,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::fprintf(
-      stderr, "gradsync-coordinator %s listening on port %d (state: %s)\n",
+      stderr, "gradsync-coordinator %s listening on port %d (%s; state: %s)\n",
       GRADSYNC_VERSION, (*server)->port(),
+      options.tls.cert_file.empty() ? "plaintext"
+      : options.auth.worker_cert    ? "TLS, workers need certificates"
+      : !options.tls.client_ca_file.empty()
+          ? "TLS, client certificates verified"
+          : "TLS",
       options.state_dir.empty() ? "in memory" : options.state_dir.c_str());
   int signal = 0;
   sigwait(&signals, &signal);

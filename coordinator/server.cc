@@ -11,6 +11,14 @@ namespace gradsync {
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     ServerOptions options) {
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  if (options.auth.worker_cert && options.tls.client_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "requiring worker certificates needs TLS with a client CA "
+        "(--tls-cert, --tls-key, --tls-client-ca)");
+  }
   std::unique_ptr<JobStore> store;
   if (!options.state_dir.empty()) {
     absl::StatusOr<std::unique_ptr<SqliteJobStore>> sqlite =
@@ -32,8 +40,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(),
-                           &s->port_);
+  builder.AddListeningPort(options.address, *credentials, &s->port_);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   builder.SetMaxSendMessageSize(options.max_send_message_bytes);
   builder.RegisterService(s->job_service_.get());
@@ -41,7 +48,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat(
-        "cannot listen on ", options.address, " (address in use or invalid?)"));
+        "cannot listen on ", options.address,
+        options.tls.cert_file.empty()
+            ? " (address in use or invalid?)"
+            : " (address in use or invalid, or the TLS certificate and key "
+              "do not match?)"));
   }
   return s;
 }

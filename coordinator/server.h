@@ -15,6 +15,7 @@
 #include "coordinator/auth.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/job_service.h"
+#include "coordinator/tls.h"
 #include "coordinator/worker_service.h"
 
 namespace gradsync {
@@ -26,7 +27,8 @@ struct ServerOptions {
   int max_receive_message_bytes = 4 << 20;
   int max_send_message_bytes = 64 << 20;
   CoordinatorOptions coordinator;
-  AuthTokens auth;  // empty tokens: no authentication (see auth.h)
+  AuthTokens auth;     // empty tokens: no authentication (see auth.h)
+  ServerTlsFiles tls;  // empty: plaintext (see tls.h)
 };
 
 class CoordinatorServer {

@@ -26,7 +26,7 @@ BUILD_PACKAGES=(
 PACKAGES=(
   "${BUILD_PACKAGES[@]}" git
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev openssl
   # Python reference stack (parity tests and benchmarks against PyTorch)
   python3 python3-torch python3-torchvision python3-grpcio python3-grpc-tools
   python3-numpy python3-matplotlib

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "coordinator/client_channel.h"
+#include "coordinator/tls_flags.h"
 #include "coordinator/token_flags.h"
 #include "gradsync/config.h"
 #include "worker/agent.h"
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   gradsync::TokenFlags token(app, "token", "GRADSYNC_WORKER_TOKEN",
                              "worker token, when the coordinator needs one",
                              "worker");
+  gradsync::ClientTlsFlags tls(app);
   app.add_option("--log-every", options.log_every, "steps between log lines")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -40,6 +42,12 @@ int main(int argc, char** argv) {
   if (!worker_token.ok()) {
     std::fprintf(stderr, "gradsync-worker: %s\n",
                  std::string(worker_token.status().message()).c_str());
+    return 2;
+  }
+  absl::StatusOr<gradsync::ClientTls> client_tls = tls.Load();
+  if (!client_tls.ok()) {
+    std::fprintf(stderr, "gradsync-worker: %s\n",
+                 std::string(client_tls.status().message()).c_str());
     return 2;
   }
   if (options.host == "hostname" &&
@@ -54,8 +62,8 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   gradsync::Agent agent(
-      gradsync::v1::WorkerService::NewStub(
-          gradsync::MakeCoordinatorChannel(coordinator, *worker_token)),
+      gradsync::v1::WorkerService::NewStub(gradsync::MakeCoordinatorChannel(
+          coordinator, *worker_token, *client_tls)),
       options);
   std::thread waiter([&] {
     int sig = 0;

@@ -27,8 +27,9 @@ std::string CodeName(grpc::StatusCode code) {
 }  // namespace
 
 std::shared_ptr<v1::JobService::StubInterface> MakeJobStub(
-    const std::string& address, const std::string& token) {
-  return v1::JobService::NewStub(MakeCoordinatorChannel(address, token));
+    const std::string& address, const std::string& token,
+    const ClientTls& tls) {
+  return v1::JobService::NewStub(MakeCoordinatorChannel(address, token, tls));
 }
 
 void Cli::SetDeadline(grpc::ClientContext* context) const {
@@ -42,7 +43,8 @@ int Cli::Fail(const grpc::Status& status) const {
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
     message = absl::StrCat("cannot reach the coordinator (", message,
                            "); is it running? set --coordinator or "
-                           "GRADSYNC_COORDINATOR");
+                           "GRADSYNC_COORDINATOR (and --tls-ca when it "
+                           "serves TLS)");
   }
   err_ << "gradsync: " << CodeName(status.error_code()) << ": " << message
        << "\n";

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "coordinator/cli/job_flags.h"
+#include "coordinator/tls.h"
 #include "gradsync/v1/job_service.grpc.pb.h"
 
 namespace gradsync::cli {
@@ -44,9 +45,10 @@ class Cli {
   std::ostream& err_;
 };
 
-// Creates a stub for "host:port" (insecure channel); a non-empty `token`
-// goes with every call as the user token (see coordinator/auth.h).
+// Creates a stub for "host:port" (TLS when `tls` is enabled); a non-empty
+// `token` goes with every call as the user token (see coordinator/auth.h).
 std::shared_ptr<v1::JobService::StubInterface> MakeJobStub(
-    const std::string& address, const std::string& token = "");
+    const std::string& address, const std::string& token = "",
+    const ClientTls& tls = {});
 
 }  // namespace gradsync::cli

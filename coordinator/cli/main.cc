@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "coordinator/cli/commands.h"
+#include "coordinator/tls_flags.h"
 #include "coordinator/token_flags.h"
 #include "gradsync/config.h"
 
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
   gradsync::TokenFlags token(app, "token", "GRADSYNC_TOKEN",
                              "user token, when the coordinator needs one",
                              "user");
+  gradsync::ClientTlsFlags tls(app);
   app.add_flag("--json", options.json, "machine-readable JSON output");
   app.add_option("--timeout", options.timeout_s, "seconds per request")
       ->check(CLI::PositiveNumber)
@@ -128,8 +130,14 @@ int main(int argc, char** argv) {
     std::cerr << "gradsync: " << user_token.status().message() << "\n";
     return 2;
   }
-  gradsync::cli::Cli cli(gradsync::cli::MakeJobStub(coordinator, *user_token),
-                         options, std::cout, std::cerr);
+  absl::StatusOr<gradsync::ClientTls> client_tls = tls.Load();
+  if (!client_tls.ok()) {
+    std::cerr << "gradsync: " << client_tls.status().message() << "\n";
+    return 2;
+  }
+  gradsync::cli::Cli cli(
+      gradsync::cli::MakeJobStub(coordinator, *user_token, *client_tls),
+      options, std::cout, std::cerr);
   if (*submit) return cli.Submit(f, watch_after_submit);
   if (*status) return cli.Status(job_id);
   if (*list) return cli.List(limit);

@@ -5,6 +5,10 @@ Fashion-MNIST (200 train + 50 test images per class) and must exceed a stated
 accuracy; both ranks report metrics; a job cancelled while RUNNING leaves the
 workers idle and reusable; the checkpoint has plain parameter names, loads
 in Python PyTorch (model and Adam state) and a second job resumes from it.
+The cluster runs secured, as a shared deployment would: TLS with
+certificates made here (tests/tools/make_test_certs.sh), workers presenting
+client certificates (--require-worker-cert), and user and worker tokens;
+plaintext and tokenless clients are refused.
 
 Usage: e2e_train.py BIN_DIR WORK_DIR"""
 import json
@@ -17,16 +21,37 @@ import time
 MIN_ACCURACY = 0.60  # 1 epoch on 2,000 images; measured about 0.7
 
 
+USER_TOKEN, WORKER_TOKEN = "e2e-user-token", "e2e-worker-token"
+
+
 class Cluster:
     def __init__(self, bin_dir, work):
         self.bin, self.work = bin_dir, work
         self.procs, self.logs = [], []
+        tls = os.path.join(work, "tls")
+        os.makedirs(tls, exist_ok=True)
+        subprocess.run(["sh", os.path.join(os.path.dirname(__file__), "..",
+                                           "tools", "make_test_certs.sh"), tls],
+                       check=True)
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith("GRADSYNC_")}
+        # What the CLI needs: the CA and the user token.
+        self.cli_env = dict(base, GRADSYNC_TLS_CA=f"{tls}/ca.pem",
+                            GRADSYNC_TOKEN=USER_TOKEN)
+        worker_env = dict(base, GRADSYNC_TLS_CA=f"{tls}/ca.pem",
+                          GRADSYNC_TLS_CLIENT_CERT=f"{tls}/worker.pem",
+                          GRADSYNC_TLS_CLIENT_KEY=f"{tls}/worker.key",
+                          GRADSYNC_WORKER_TOKEN=WORKER_TOKEN)
         log = open(os.path.join(work, "coordinator.log"), "w+")
         self.logs.append(log)
         coord = subprocess.Popen(
             [f"{bin_dir}/gradsync-coordinator", "--listen", "127.0.0.1:0",
              "--state-dir", os.path.join(work, "state"),
-             "--heartbeat-timeout", "3"], stderr=subprocess.PIPE, text=True)
+             "--heartbeat-timeout", "3",
+             "--tls-cert", f"{tls}/server.pem", "--tls-key", f"{tls}/server.key",
+             "--tls-client-ca", f"{tls}/ca.pem", "--require-worker-cert",
+             "--user-token", USER_TOKEN, "--worker-token", WORKER_TOKEN],
+            stderr=subprocess.PIPE, text=True, env=base)
         self.procs.append(coord)
         for line in coord.stderr:
             log.write(line)
@@ -43,12 +68,13 @@ class Cluster:
             self.logs.append(wlog)
             self.procs.append(subprocess.Popen(
                 [f"{bin_dir}/gradsync-worker", "-c", self.address,
-                 "--log-every", "10"], stdout=wlog, stderr=wlog))
+                 "--log-every", "10"], stdout=wlog, stderr=wlog,
+                env=worker_env))
 
-    def cli(self, *args, timeout=60, check=True):
+    def cli(self, *args, timeout=60, check=True, env=None):
         r = subprocess.run([f"{self.bin}/gradsync", "-c", self.address] +
                            list(args), capture_output=True, text=True,
-                           timeout=timeout)
+                           timeout=timeout, env=env or self.cli_env)
         if check and r.returncode != 0:
             raise AssertionError(f"gradsync {' '.join(args)} failed "
                                  f"({r.returncode}): {r.stderr}{r.stdout}")
@@ -167,6 +193,17 @@ def main():
     ok = False
     try:
         cluster.wait_workers("WORKER_STATE_IDLE")
+        # 0. Secured: a plaintext client cannot connect; a TLS client
+        # without the user token is UNAUTHENTICATED.
+        plain = cluster.cli("list", check=False, env=dict(
+            cluster.cli_env, GRADSYNC_TLS_CA=""))
+        assert plain.returncode != 0 and "cannot reach" in plain.stderr, plain
+        tokenless = cluster.cli("list", check=False, env=dict(
+            cluster.cli_env, GRADSYNC_TOKEN=""))
+        assert (tokenless.returncode != 0 and
+                "UNAUTHENTICATED" in tokenless.stderr), tokenless
+        print("e2e: TLS, worker certificates and tokens on; plaintext and "
+              "tokenless clients refused")
         # 1. Train and check accuracy and per-rank metrics.
         job = json.loads(cluster.cli(
             "--json", "submit", "--name", "e2e", "--dataset", subset,
@@ -232,7 +269,7 @@ def main():
             "-n", "2").stdout)
         watcher = subprocess.Popen(
             [f"{bin_dir}/gradsync", "-c", cluster.address, "watch", long["id"]],
-            stdout=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE, text=True, env=cluster.cli_env)
         for line in watcher.stdout:
             if re.search(r"rank \d+ .* step \d+/", line):
                 break  # running and reporting steps
