@@ -12,6 +12,7 @@
 #include "coordinator/data_roots.h"
 #include "coordinator/job_spec.h"
 #include "coordinator/job_state.h"
+#include "coordinator/sample_ledger.h"
 #include "loader/image_folder_index.h"
 #include "loader/sampler.h"
 
@@ -44,6 +45,13 @@ std::string NewWorkerKey() {
   for (int i = 0; i < 4; ++i)
     absl::StrAppend(&key, absl::Hex(random(), absl::kZeroPad8));
   return key;
+}
+
+// Whether attempt `attempt` of `job` is over: superseded, ended with the
+// job, or failed and waiting for its restart (PENDING).
+bool AttemptOver(const v1::Job& job, int attempt) {
+  return attempt != job.attempt() || IsTerminal(job.state()) ||
+         job.state() == v1::JOB_STATE_PENDING;
 }
 
 }  // namespace
@@ -164,10 +172,10 @@ absl::StatusOr<Coordinator::JobEntry*> Coordinator::FindAttempt(
         absl::StrCat("job ", job_id, " attempt ", attempt,
                      " is not current (current attempt: ", job.attempt(), ")"));
   }
-  if (IsTerminal(job.state())) {
-    return absl::AbortedError(absl::StrCat("job ", job_id, " is ",
-                                           JobStateName(job.state()), ": ",
-                                           job.message()));
+  if (IsTerminal(job.state()) || job.state() == v1::JOB_STATE_PENDING) {
+    return absl::AbortedError(
+        absl::StrCat("job ", job_id, " attempt ", attempt, " is over (job ",
+                     JobStateName(job.state()), ": ", job.message(), ")"));
   }
   return *entry;
 }
@@ -241,11 +249,103 @@ bool HasGpu(const v1::WorkerInfo& w) {
 }
 }  // namespace
 
+void Coordinator::FailAttempt(JobEntry& entry, const std::string& reason,
+                              const std::string& dead_worker) {
+  v1::Job& job = entry.job;
+  const absl::Time now = absl::Now();
+  for (v1::AttemptRecord& a : *job.mutable_attempts()) {
+    if (a.attempt() == job.attempt()) {
+      a.set_ended_unix_ms(UnixMs(now));
+      a.set_outcome(reason);
+    }
+  }
+  // Who could run the next attempt: this attempt's other live workers and
+  // the idle ones (with a GPU, for backend nccl).
+  const bool needs_gpu = job.spec().backend() == v1::BACKEND_NCCL;
+  std::set<std::string> survivors;
+  int available = 0;
+  for (auto& [id, w] : workers_) {
+    if (w.info.state() == v1::WORKER_STATE_DEAD || id == dead_worker) continue;
+    const bool in_attempt = w.job_id == job.id() && w.attempt == job.attempt();
+    if (in_attempt) survivors.insert(id);
+    const bool idle =
+        w.job_id.empty() && w.info.state() == v1::WORKER_STATE_IDLE;
+    if ((in_attempt || idle) && (!needs_gpu || HasGpu(w.info))) ++available;
+  }
+  const int max_restarts = job.spec().max_restarts();
+  const int min_workers = job.spec().world_size().min_workers();
+  if (job.restarts() >= max_restarts) {
+    Transition(
+        entry, v1::JOB_STATE_FAILED,
+        absl::StrCat(reason, max_restarts == 0
+                                 ? "; restarts are off (max_restarts 0)"
+                                 : absl::StrCat("; restart limit (",
+                                                max_restarts, ") reached")));
+    return;
+  }
+  if (available < min_workers) {
+    Transition(entry, v1::JOB_STATE_FAILED,
+               absl::StrCat(reason, "; cannot restart: ", available,
+                            " worker(s) available, the job needs at least ",
+                            min_workers));
+    return;
+  }
+  job.set_restarts(job.restarts() + 1);
+  entry.awaiting_release = std::move(survivors);
+  entry.restart_deadline =
+      now + absl::Milliseconds(job.spec().collective_timeout_ms()) +
+      2 * options_.heartbeat_timeout;
+  entry.restart_reason = reason;
+  const absl::Status over = absl::AbortedError(absl::StrCat(
+      "job ", job.id(), " attempt ", job.attempt(), " failed: ", reason));
+  if (entry.store) entry.store->Close(over);
+  if (entry.barriers) entry.barriers->Close(over);
+  if (job.master_port() > 0)
+    ports_.Release(job.master_addr(), job.master_port());
+  job.set_master_port(0);
+  Transition(
+      entry, v1::JOB_STATE_PENDING,
+      absl::StrCat("attempt ", job.attempt(), " failed: ", reason, "; restart ",
+                   job.restarts(), " of ", max_restarts,
+                   job.resume_checkpoint().empty()
+                       ? ", from the start (no checkpoint committed)"
+                       : absl::StrCat(", from ", job.resume_checkpoint(),
+                                      " (step ", job.resume_step(), ")")));
+}
+
+void Coordinator::NoteLateDeath(JobEntry& entry, int attempt,
+                                const std::string& death) {
+  // Another rank's error (a connection reset, say) usually ends the attempt
+  // before the dead worker's heartbeats time out: name it afterwards.
+  for (v1::AttemptRecord& a : *entry.job.mutable_attempts()) {
+    if (a.attempt() == attempt && !a.outcome().empty()) {
+      absl::StrAppend(a.mutable_outcome(), "; then ", death);
+    }
+  }
+  if (attempt == entry.job.attempt() &&
+      entry.job.state() == v1::JOB_STATE_PENDING) {
+    absl::StrAppend(&entry.restart_reason, "; then ", death);
+  }
+  Persist(entry);
+}
+
+void Coordinator::Released(const std::string& job_id,
+                           const std::string& worker_id) {
+  auto it = jobs_.find(job_id);
+  if (it != jobs_.end()) it->second.awaiting_release.erase(worker_id);
+}
+
 void Coordinator::Schedule() {
   if (shut_down_) return;
+  const absl::Time now = absl::Now();
   std::vector<JobEntry*> pending;
   for (auto& [id, entry] : jobs_) {
-    if (entry.job.state() == v1::JOB_STATE_PENDING) pending.push_back(&entry);
+    if (entry.job.state() != v1::JOB_STATE_PENDING) continue;
+    // A restart first waits for the failed attempt's live workers.
+    if (!entry.awaiting_release.empty() && now < entry.restart_deadline) {
+      continue;
+    }
+    pending.push_back(&entry);
   }
   std::sort(pending.begin(), pending.end(),
             [](const JobEntry* a, const JobEntry* b) {
@@ -262,8 +362,21 @@ void Coordinator::Schedule() {
               return a->seq < b->seq;
             });
   for (JobEntry* entry : pending) {
-    if (idle.empty()) break;
-    TryStart(*entry, idle);
+    const bool started = !idle.empty() && TryStart(*entry, idle);
+    if (!started && entry->job.restarts() > 0 &&
+        entry->job.attempts_size() > 0 &&
+        entry->job.attempts(entry->job.attempts_size() - 1).ended_unix_ms() >
+            0) {
+      // The failed attempt's workers are back or gone and too few remain:
+      // a restart does not wait for workers that may never come.
+      const int min_workers = entry->job.spec().world_size().min_workers();
+      Transition(
+          *entry, v1::JOB_STATE_FAILED,
+          absl::StrCat(entry->restart_reason, "; cannot restart: ", idle.size(),
+                       " idle worker(s) after the failed attempt's "
+                       "workers were released, the job needs at least ",
+                       min_workers));
+    }
   }
 }
 
@@ -311,6 +424,11 @@ bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
 
   job.set_attempt(job.attempt() + 1);
   job.set_world_size(world);
+  v1::AttemptRecord* record = job.add_attempts();
+  record->set_attempt(job.attempt());
+  record->set_world_size(world);
+  record->set_started_unix_ms(UnixMs(absl::Now()));
+  entry.awaiting_release.clear();
   job.set_master_addr(master);
   job.set_master_port(*port);
   job.set_backend(job.spec().backend() != v1::BACKEND_AUTO
@@ -364,6 +482,13 @@ v1::Assignment Coordinator::MakeAssignment(const JobEntry& entry,
   a.set_backend(job.backend());
   *a.mutable_peers() = job.ranks();
   *a.mutable_spec() = job.spec();
+  if (!job.resume_checkpoint().empty()) {
+    // A restart resumes from the last committed checkpoint; the shards
+    // leave out what it committed (sample_ledger.h).
+    a.mutable_spec()->mutable_checkpoint()->set_resume_from(
+        job.resume_checkpoint());
+    a.set_resume_remaining(true);
+  }
   a.set_train_samples(job.train_samples());
   a.set_eval_samples(job.eval_samples());
   return a;
@@ -575,8 +700,13 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
   v1::HeartbeatResponse response;
   const bool reports_task = !request.job_id().empty();
   if (!w.job_id.empty()) {
-    const v1::Job& job = jobs_.at(w.job_id).job;
-    if (job.attempt() != w.attempt || IsTerminal(job.state())) {
+    const JobEntry& current = jobs_.at(w.job_id);
+    const v1::Job& job = current.job;
+    // A rank that completed its part waits for no one: the worker is free
+    // once it reports no task (not re-assigned while the others finish).
+    const bool completed = !reports_task && !AttemptOver(job, w.attempt) &&
+                           current.completed.count(w.rank) > 0;
+    if (AttemptOver(job, w.attempt) || completed) {
       if (reports_task) {
         response.set_action(v1::ACTION_STOP);
         response.set_reason(absl::StrCat("job ", job.id(), " is ",
@@ -586,6 +716,7 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
         return response;
       }
       // The worker has torn its task down: free it for the next job.
+      Released(w.job_id, w.info.worker_id());
       w.job_id.clear();
       w.attempt = 0;
       w.rank = -1;
@@ -628,8 +759,11 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
 
 absl::StatusOr<v1::GetShardResponse> Coordinator::GetShard(
     const v1::GetShardRequest& request) {
+  const bool eval = request.split() == v1::SHARD_SPLIT_EVAL;
+  int world = 0;
   int64_t n = 0;
-  SamplerOptions options;
+  v1::JobSpec spec;
+  v1::LedgerSegment segment;
   {
     absl::MutexLock lock(&mu_);
     if (absl::StatusOr<WorkerEntry*> w = FindWorker(request.worker_id());
@@ -639,37 +773,46 @@ absl::StatusOr<v1::GetShardResponse> Coordinator::GetShard(
     absl::StatusOr<JobEntry*> entry =
         FindAttempt(request.job_id(), request.attempt());
     if (!entry.ok()) return entry.status();
-    const v1::Job& job = (*entry)->job;
-    if (request.epoch() < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "get shard: epoch must be >= 0 (got ", request.epoch(), ")"));
+    v1::Job& job = (*entry)->job;
+    if (request.epoch() < 0 || request.epoch() >= job.spec().epochs()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("get shard: epoch must be in [0, ", job.spec().epochs(),
+                       ") (got ", request.epoch(), ")"));
     }
-    options.world_size = job.world_size();
-    options.rank = request.rank();
-    options.seed = job.spec().seed();
-    options.epoch = request.epoch();
-    options.shuffle = job.spec().shuffle();
-    options.drop_last = job.spec().drop_last();
-    n = request.split() == v1::SHARD_SPLIT_EVAL ? job.eval_samples()
-                                                : job.train_samples();
+    if (request.rank() < 0 || request.rank() >= job.world_size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("get shard: rank ", request.rank(), " is outside [0, ",
+                       job.world_size(), ")"));
+    }
+    world = job.world_size();
+    spec = job.spec();
+    n = eval ? job.eval_samples() : job.train_samples();
+    if (!eval) {
+      // The part of the epoch's order not committed by earlier attempts.
+      bool created = false;
+      segment = CurrentSegment(job, request.epoch(), &created);
+      if (created) Persist(**entry);
+    }
   }
-  options.dataset_size = n;
-  absl::StatusOr<std::vector<int64_t>> indices =
-      request.split() == v1::SHARD_SPLIT_EVAL
-          ? EvalShardIndices(n, options.world_size, options.rank)
-          : DistributedSamplerIndices(options);
-  if (!indices.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("get shard: ", indices.status().message()));
-  }
+  // Compute the indices outside the lock: a permutation of the data set.
   v1::GetShardResponse response;
-  response.mutable_indices()->Assign(indices->begin(), indices->end());
   response.set_dataset_size(n);
+  if (eval) {
+    absl::StatusOr<std::vector<int64_t>> indices =
+        EvalShardIndices(n, world, request.rank());
+    if (!indices.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("get shard: ", indices.status().message()));
+    }
+    response.mutable_indices()->Assign(indices->begin(), indices->end());
+    response.set_total_size(n);
+    return response;
+  }
+  const std::vector<int64_t> indices =
+      SegmentShard(segment, spec, n, request.epoch(), request.rank());
+  response.mutable_indices()->Assign(indices.begin(), indices.end());
   response.set_total_size(
-      request.split() == v1::SHARD_SPLIT_EVAL
-          ? n
-          : DistributedNumSamples(n, options.world_size, options.drop_last) *
-                options.world_size);
+      DistributedNumSamples(segment.length(), world, spec.drop_last()) * world);
   return response;
 }
 
@@ -715,8 +858,11 @@ absl::Status Coordinator::ReportMetrics(
     *event.mutable_eval() = eval;
     publish(std::move(event));
   }
-  if (request.eval_size() > 0) {
-    *entry.job.mutable_metrics() = summary;
+  for (const v1::CheckpointCommit& commit : request.checkpoints()) {
+    CommitCheckpoint(entry.job, commit);
+  }
+  if (request.eval_size() > 0) *entry.job.mutable_metrics() = summary;
+  if (request.eval_size() > 0 || request.checkpoints_size() > 0) {
     Persist(entry);
   }
   return absl::OkStatus();
@@ -740,9 +886,11 @@ absl::Status Coordinator::CompleteTask(const v1::CompleteTaskRequest& request) {
   JobEntry& entry = **attempt;
   const int world = entry.job.world_size();
   if (!request.success()) {
-    Transition(entry, v1::JOB_STATE_FAILED,
-               absl::StrCat(DescribeRank(entry, request.rank()),
-                            " failed: ", request.message()));
+    FailAttempt(
+        entry,
+        absl::StrCat(DescribeRank(entry, request.rank()), " failed at step ",
+                     w.info.step(), ": ", request.message()),
+        "");
     return absl::OkStatus();
   }
   entry.completed.insert(request.rank());
@@ -795,19 +943,23 @@ void Coordinator::SweepDeadWorkers(absl::Time now) {
                   w.info.worker_id(), w.info.host());
     if (!w.job_id.empty()) {
       JobEntry& entry = jobs_.at(w.job_id);
-      if (entry.job.attempt() == w.attempt && !IsTerminal(entry.job.state())) {
-        Transition(
-            entry, v1::JOB_STATE_FAILED,
-            absl::StrCat(DescribeRank(entry, w.rank), " missed heartbeats for ",
-                         FormatSeconds(silent), " (timeout ",
-                         FormatSeconds(options_.heartbeat_timeout),
-                         "); last step ", w.info.step(), ", epoch ",
-                         w.info.epoch()));
+      const std::string death = absl::StrCat(
+          "rank ", w.rank, " (worker ", w.info.worker_id(), " on host ",
+          w.info.host(), ") missed heartbeats for ", FormatSeconds(silent),
+          " (timeout ", FormatSeconds(options_.heartbeat_timeout),
+          "); last step ", w.info.step(), ", epoch ", w.info.epoch() + 1);
+      if (!AttemptOver(entry.job, w.attempt)) {
+        FailAttempt(entry, death, w.info.worker_id());
+      } else {
+        NoteLateDeath(entry, w.attempt, death);
       }
+      Released(w.job_id, w.info.worker_id());
       w.job_id.clear();
     }
     ++it;
   }
+  // Restarts whose wait for the old attempt's workers has expired.
+  Schedule();
 }
 
 }  // namespace gradsync

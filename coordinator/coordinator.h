@@ -124,6 +124,12 @@ class Coordinator {
     std::shared_ptr<BarrierTable> barriers;
     std::set<int> joined;     // ranks that acknowledged the assignment
     std::set<int> completed;  // ranks that completed successfully
+    // After a failed attempt: its live workers not yet back (idle or dead).
+    // The restart waits for them until restart_deadline, so that the new
+    // rendezvous can include them.
+    std::set<std::string> awaiting_release;
+    absl::Time restart_deadline = absl::InfinitePast();
+    std::string restart_reason;  // why the last attempt failed
   };
   struct WorkerEntry {
     v1::WorkerInfo info;
@@ -153,7 +159,23 @@ class Coordinator {
   // and barriers, release the port and close the event log.
   void Transition(JobEntry& entry, v1::JobState to, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Starts every pending job that enough idle workers can run.
+  // The current attempt of a job failed (`reason` names the rank, host and
+  // step): restarts the job (back to PENDING, a new rendezvous later) when
+  // its restart budget and the live workers allow, else fails it.
+  // `dead_worker` (may be empty) is not counted as available.
+  void FailAttempt(JobEntry& entry, const std::string& reason,
+                   const std::string& dead_worker)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A worker of attempt `attempt`, which already ended, was declared dead:
+  // `death` is added to that attempt's outcome (and to the pending
+  // restart's reason).
+  void NoteLateDeath(JobEntry& entry, int attempt, const std::string& death)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A worker of `job_id`'s last attempt is back (idle) or dead.
+  void Released(const std::string& job_id, const std::string& worker_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts every pending job that enough idle workers can run; fails
+  // restarting jobs that can no longer get min_workers.
   void Schedule() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -56,6 +56,7 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
   if (spec->grad_accumulation_steps() == 0)
     spec->set_grad_accumulation_steps(1);
   if (spec->bucket_cap_bytes() == 0) spec->set_bucket_cap_bytes(25 << 20);
+  if (!spec->has_max_restarts()) spec->set_max_restarts(3);
 }
 
 absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
@@ -161,6 +162,10 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
     return Invalid(
         "bucket_cap_bytes",
         absl::StrCat("must be >= 1024 (got ", spec.bucket_cap_bytes(), ")"));
+  }
+  if (spec.max_restarts() < 0 || spec.max_restarts() > 1000) {
+    return Invalid("max_restarts", absl::StrCat("must be in [0, 1000] (got ",
+                                                spec.max_restarts(), ")"));
   }
   if (spec.dataset().channels() != 0 && spec.dataset().channels() != 1 &&
       spec.dataset().channels() != 3) {

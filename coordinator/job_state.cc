@@ -17,10 +17,11 @@ bool IsAllowedTransition(v1::JobState from, v1::JobState to) {
       return to == v1::JOB_STATE_RENDEZVOUS || to == v1::JOB_STATE_FAILED ||
              to == v1::JOB_STATE_CANCELLED;
     case v1::JOB_STATE_RENDEZVOUS:
-      return to == v1::JOB_STATE_RUNNING || to == v1::JOB_STATE_FAILED ||
-             to == v1::JOB_STATE_CANCELLED;
+      return to == v1::JOB_STATE_RUNNING || to == v1::JOB_STATE_PENDING ||
+             to == v1::JOB_STATE_FAILED || to == v1::JOB_STATE_CANCELLED;
     case v1::JOB_STATE_RUNNING:
-      return IsTerminal(to);
+      // Back to PENDING: the attempt failed and the job restarts.
+      return to == v1::JOB_STATE_PENDING || IsTerminal(to);
     default:
       return false;
   }

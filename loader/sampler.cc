@@ -51,40 +51,43 @@ std::vector<int64_t> TorchRandPerm(int64_t n, uint64_t seed) {
   return perm;
 }
 
+std::vector<int64_t> EpochOrder(int64_t dataset_size, int64_t seed, int epoch,
+                                bool shuffle) {
+  if (shuffle)
+    return TorchRandPerm(dataset_size, static_cast<uint64_t>(seed + epoch));
+  std::vector<int64_t> order(static_cast<size_t>(dataset_size));
+  std::iota(order.begin(), order.end(), 0);
+  return order;
+}
+
+std::vector<int64_t> StridedShard(std::vector<int64_t> order, int world_size,
+                                  int rank, bool drop_last) {
+  const int64_t n = static_cast<int64_t>(order.size());
+  const int64_t num_samples = DistributedNumSamples(n, world_size, drop_last);
+  const int64_t total = num_samples * world_size;
+  if (n > 0 && total > n) {
+    // Pad by cycling through the head of the list, as Python's
+    // indices += (indices * ceil(pad / n))[:pad].
+    const int64_t pad = total - n;
+    order.reserve(static_cast<size_t>(total));
+    for (int64_t i = 0; i < pad; ++i) order.push_back(order[i % n]);
+  } else {
+    order.resize(static_cast<size_t>(total));
+  }
+  std::vector<int64_t> shard;
+  shard.reserve(static_cast<size_t>(num_samples));
+  for (int64_t i = rank; i < total; i += world_size) shard.push_back(order[i]);
+  return shard;
+}
+
 absl::StatusOr<std::vector<int64_t>> DistributedSamplerIndices(
     const SamplerOptions& o) {
   if (absl::Status s = CheckShape(o.dataset_size, o.world_size, o.rank);
       !s.ok()) {
     return s;
   }
-  const int64_t n = o.dataset_size;
-  const int64_t num_samples =
-      DistributedNumSamples(n, o.world_size, o.drop_last);
-  const int64_t total = num_samples * o.world_size;
-
-  std::vector<int64_t> indices;
-  if (o.shuffle) {
-    indices = TorchRandPerm(n, static_cast<uint64_t>(o.seed + o.epoch));
-  } else {
-    indices.resize(static_cast<size_t>(n));
-    std::iota(indices.begin(), indices.end(), 0);
-  }
-  if (n > 0 && total > n) {
-    // Pad by cycling through the head of the list, as Python's
-    // indices += (indices * ceil(pad / n))[:pad].
-    const int64_t pad = total - n;
-    indices.reserve(static_cast<size_t>(total));
-    for (int64_t i = 0; i < pad; ++i) indices.push_back(indices[i % n]);
-  } else {
-    indices.resize(static_cast<size_t>(total));
-  }
-
-  std::vector<int64_t> shard;
-  shard.reserve(static_cast<size_t>(num_samples));
-  for (int64_t i = o.rank; i < total; i += o.world_size) {
-    shard.push_back(indices[i]);
-  }
-  return shard;
+  return StridedShard(EpochOrder(o.dataset_size, o.seed, o.epoch, o.shuffle),
+                      o.world_size, o.rank, o.drop_last);
 }
 
 absl::StatusOr<std::vector<int64_t>> EvalShardIndices(int64_t dataset_size,

@@ -37,6 +37,18 @@ int64_t DistributedNumSamples(int64_t dataset_size, int world_size,
 absl::StatusOr<std::vector<int64_t>> DistributedSamplerIndices(
     const SamplerOptions& options);
 
+// The epoch's sample order before padding: torch.randperm(N) seeded with
+// seed + epoch when shuffling, else 0..N-1.
+std::vector<int64_t> EpochOrder(int64_t dataset_size, int64_t seed, int epoch,
+                                bool shuffle);
+
+// DistributedSampler's second half over an explicit order: pad it by
+// repeating its head (or truncate it with drop_last) to
+// DistributedNumSamples(order.size(), W, drop_last) * W, then take every W-th
+// entry from `rank`. Requires W >= 1 and 0 <= rank < W.
+std::vector<int64_t> StridedShard(std::vector<int64_t> order, int world_size,
+                                  int rank, bool drop_last);
+
 // Evaluation shard: indices rank, rank + W, ... < N, in order, no padding, so
 // that the ranks together cover every sample exactly once.
 absl::StatusOr<std::vector<int64_t>> EvalShardIndices(int64_t dataset_size,

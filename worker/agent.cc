@@ -34,6 +34,7 @@ struct Agent::Task {
   std::mutex metrics_mu;
   std::vector<v1::StepMetrics> steps;  // not yet reported
   std::vector<v1::EvalMetrics> evals;
+  std::vector<v1::CheckpointCommit> checkpoints;
   std::thread thread;
 };
 
@@ -183,11 +184,16 @@ void Agent::FlushMetrics(Task* task) {
   v1::ReportMetricsRequest request;
   {
     std::lock_guard<std::mutex> lock(task->metrics_mu);
-    if (task->steps.empty() && task->evals.empty()) return;
+    if (task->steps.empty() && task->evals.empty() &&
+        task->checkpoints.empty()) {
+      return;
+    }
     for (auto& s : task->steps) *request.add_steps() = std::move(s);
     for (auto& e : task->evals) *request.add_eval() = std::move(e);
+    for (auto& c : task->checkpoints) *request.add_checkpoints() = std::move(c);
     task->steps.clear();
     task->evals.clear();
+    task->checkpoints.clear();
   }
   request.set_worker_id(task->worker_id);
   request.set_job_id(task->assignment.job_id());
@@ -247,6 +253,12 @@ void Agent::RunTask(Task* task) {
     c.comm = task->comm_owned.get();
     c.cuda_device = cuda_device;
     c.cancel = &task->cancel;
+    c.resume_remaining = a.resume_remaining();
+    if (!options_.sample_trace_dir.empty()) {
+      c.sample_trace =
+          absl::StrFormat("%s/%s-a%d-r%d.trace", options_.sample_trace_dir,
+                          a.job_id(), a.attempt(), a.rank());
+    }
     c.step = &task->step;
     c.epoch = &task->epoch;
     c.metadata = {{"RANK", absl::StrCat(a.rank())},
@@ -290,6 +302,15 @@ void Agent::RunTask(Task* task) {
       }
       std::lock_guard<std::mutex> lock(task->metrics_mu);
       task->steps.push_back(m);
+    };
+    c.on_checkpoint = [task](const v1::CheckpointCommit& commit) {
+      Log(absl::StrFormat(
+          "%s checkpoint %s commits through epoch %d batch %d "
+          "(step %d)",
+          task->assignment.job_id(), commit.path(), commit.epoch() + 1,
+          commit.epoch_batch(), commit.step()));
+      std::lock_guard<std::mutex> lock(task->metrics_mu);
+      task->checkpoints.push_back(commit);
     };
     c.on_eval = [task](const v1::EvalMetrics& e) {
       Log(absl::StrFormat("%s epoch %d: test accuracy %.2f%% (%d samples)",

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -95,6 +96,11 @@ absl::StatusOr<TrainPosition> Resume(const TrainContext& c,
                static_cast<char*>(buffer.data_ptr()) + buffer.numel());
   auto position = RestoreCheckpoint(bytes, name, model, optimizer);
   if (!position.ok()) return position.status();
+  if (c.resume_remaining) {
+    // The coordinator's shards of this epoch hold only what is left.
+    position->epoch_batch = 0;
+    return position;
+  }
   if (position->epoch_batch > 0 &&
       (position->world_size != c.world_size ||
        position->batch_size != c.spec.batch_size())) {
@@ -195,8 +201,24 @@ absl::StatusOr<TrainResult> Train(const TrainContext& c) {
                                 spec.checkpoint().directory());
     if (!path.ok()) return path.status();
     result.checkpoint = *path;
+    if (c.on_checkpoint) {
+      v1::CheckpointCommit commit;
+      commit.set_path(*path);
+      commit.set_epoch(static_cast<int>(epoch));
+      commit.set_epoch_batch(epoch_batch);
+      commit.set_step(step);
+      c.on_checkpoint(commit);
+    }
     return absl::OkStatus();
   };
+  std::ofstream trace;
+  if (!c.sample_trace.empty()) {
+    trace.open(c.sample_trace, std::ios::app);
+    if (!trace) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot open sample trace ", c.sample_trace));
+    }
+  }
   for (int epoch = static_cast<int>(start.epoch); epoch < spec.epochs();
        ++epoch) {
     if (c.epoch) c.epoch->store(epoch);
@@ -237,6 +259,11 @@ absl::StatusOr<TrainResult> Train(const TrainContext& c) {
       }
       ++step;
       if (c.step) c.step->store(step);
+      if (trace.is_open()) {
+        trace << epoch << ' ' << step;
+        for (int64_t i : batch.samples) trace << ' ' << i;
+        trace << '\n' << std::flush;
+      }
       const double step_ms = MsSince(step_start);
       v1::StepMetrics m;
       m.set_rank(c.rank);

@@ -4,7 +4,9 @@
 // split at each epoch end (every test sample counted once across ranks) and
 // writes checkpoints on rank 0 (worker/checkpoint.h). With
 // spec.checkpoint.resume_from set, every rank starts from that checkpoint's
-// model, optimizer, RNG and position (mid-epoch included).
+// model, optimizer, RNG and position (mid-epoch included). After an elastic
+// restart (resume_remaining) the shards of the checkpoint's epoch already
+// leave out what it committed, so training starts at that epoch's batch 0.
 //
 // Thread safety: Train() runs on one thread; `cancel` and the progress
 // counters may be touched from others.
@@ -20,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "gradsync/v1/job.pb.h"
 #include "gradsync/v1/metrics.pb.h"
+#include "gradsync/v1/worker_service.pb.h"
 #include "worker/comm/communicator.h"
 
 namespace gradsync {
@@ -37,6 +40,13 @@ struct TrainContext {
       shard;
   std::function<void(const v1::StepMetrics&)> on_step;
   std::function<void(const v1::EvalMetrics&)> on_eval;
+  // Rank 0, after each checkpoint it wrote (which commits the samples
+  // trained before it; coordinator/sample_ledger.h).
+  std::function<void(const v1::CheckpointCommit&)> on_checkpoint;
+  bool resume_remaining = false;  // see above
+  // When set, every trained batch is appended to this file as a line
+  // "<epoch> <step> <sample index>..." (tests check exactly-once with it).
+  std::string sample_trace;
   std::atomic<bool>* cancel = nullptr;
   std::atomic<int64_t>* step = nullptr;  // progress for heartbeats
   std::atomic<int>* epoch = nullptr;

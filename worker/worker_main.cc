@@ -37,6 +37,10 @@ int main(int argc, char** argv) {
   gradsync::ClientTlsFlags tls(app);
   app.add_option("--log-every", options.log_every, "steps between log lines")
       ->capture_default_str();
+  app.add_option("--sample-trace-dir", options.sample_trace_dir,
+                 "append every trained batch's sample indices to files here "
+                 "(for exactly-once checks)")
+      ->envname("GRADSYNC_SAMPLE_TRACE_DIR");
   CLI11_PARSE(app, argc, argv);
   absl::StatusOr<std::string> worker_token = token.Load();
   if (!worker_token.ok()) {

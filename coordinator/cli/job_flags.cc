@@ -98,6 +98,7 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
   if (f.resume_from) spec.mutable_checkpoint()->set_resume_from(*f.resume_from);
   if (f.grad_accumulation)
     spec.set_grad_accumulation_steps(*f.grad_accumulation);
+  if (f.max_restarts) spec.set_max_restarts(*f.max_restarts);
   if (f.bucket_cap_bytes) spec.set_bucket_cap_bytes(*f.bucket_cap_bytes);
   if (f.compression) {
     auto compression = ParseChoice<v1::GradientCompression>(

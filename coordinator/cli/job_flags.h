@@ -17,7 +17,8 @@ struct JobFlags {
   std::optional<std::string> name, dataset, split, eval_split, model, optimizer,
       augmentation, backend, checkpoint_dir, compression, resume_from;
   std::optional<int> epochs, batch_size, loader_threads, prefetch_depth,
-      workers, min_workers, max_workers, channels, grad_accumulation;
+      workers, min_workers, max_workers, channels, grad_accumulation,
+      max_restarts;
   std::optional<double> lr, momentum, weight_decay;
   std::optional<int64_t> seed, checkpoint_interval, collective_timeout_ms,
       bucket_cap_bytes;

@@ -104,6 +104,9 @@ int main(int argc, char** argv) {
                      "batches per synchronised optimizer step");
   submit->add_option("--compression", f.compression,
                      "gradient all-reduce: none|fp16|bf16");
+  submit->add_option("--max-restarts", f.max_restarts,
+                     "new rendezvous after a failure, at most this often "
+                     "(default 3; 0 = fail at once)");
   submit->add_option("--bucket-cap-bytes", f.bucket_cap_bytes,
                      "gradient bucket size (default 25 MiB)");
   submit->add_flag("--watch,-w", watch_after_submit, "watch after submitting");

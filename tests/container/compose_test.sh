@@ -276,7 +276,9 @@ echo "$refused" | grep -q PERMISSION_DENIED \
 log "data set outside the data root refused: $refused"
 
 # ---- 6. job 2: a worker container dies ----------------------------------------------
-JOB2=$(submit --name ctest-kill --epochs 50)
+# (No restarts: the restart path is tested with real processes by
+# tests/integration/failure_e2e.py; here the reason must name rank 1.)
+JOB2=$(submit --name ctest-kill --epochs 50 --max-restarts 0)
 log "job 2 $JOB2: long job; will kill the container of rank 1"
 both_stepping() {
   cli --json status "$JOB2" | json '

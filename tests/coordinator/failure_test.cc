@@ -36,6 +36,10 @@ TEST(FailureTest, SilentWorkerIsDeclaredDeadAndItsJobFails) {
       << failed.message();
   EXPECT_NE(failed.message().find("host-b"), std::string::npos);
   EXPECT_NE(failed.message().find("last step"), std::string::npos);
+  // No spare worker: the survivor alone is below min_workers (2).
+  EXPECT_NE(failed.message().find("cannot restart: 1 worker(s) available"),
+            std::string::npos)
+      << failed.message();
 
   // The dead worker must register again; the survivor is told to stop.
   v1::HeartbeatResponse r;
@@ -48,7 +52,9 @@ TEST(FailureTest, SilentWorkerIsDeclaredDeadAndItsJobFails) {
 TEST(FailureTest, FailedRankFailsTheJobWithItsMessage) {
   TestCluster c;
   SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-a");
-  v1::Job job = c.Submit(c.Spec(2));
+  v1::JobSpec spec = c.Spec(2);
+  spec.set_max_restarts(0);
+  v1::Job job = c.Submit(spec);
   w0.AwaitAssignment();
   v1::Assignment a1 = w1.AwaitAssignment();
   ASSERT_TRUE(w1.Complete(false, "CUDA out of memory").ok());
@@ -57,6 +63,8 @@ TEST(FailureTest, FailedRankFailsTheJobWithItsMessage) {
   EXPECT_NE(failed.message().find("rank " + std::to_string(a1.rank())),
             std::string::npos);
   EXPECT_NE(failed.message().find("CUDA out of memory"), std::string::npos);
+  EXPECT_NE(failed.message().find("restarts are off"), std::string::npos)
+      << failed.message();
 }
 
 TEST(FailureTest, CancelStopsWorkersWhichBecomeIdleAndReusable) {

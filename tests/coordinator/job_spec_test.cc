@@ -35,6 +35,14 @@ TEST(JobSpecTest, DefaultsAreTorchLike) {
   EXPECT_EQ(spec.collective_timeout_ms(), 60000);
   EXPECT_EQ(spec.grad_accumulation_steps(), 1);
   EXPECT_EQ(spec.bucket_cap_bytes(), 25 << 20);
+  EXPECT_EQ(spec.max_restarts(), 3);
+}
+
+TEST(JobSpecTest, ExplicitZeroRestartsIsKept) {
+  v1::JobSpec spec;
+  spec.set_max_restarts(0);
+  ApplyJobSpecDefaults(&spec);
+  EXPECT_EQ(spec.max_restarts(), 0);
 }
 
 TEST(JobSpecTest, ExplicitShuffleFalseIsKept) {
@@ -99,6 +107,9 @@ TEST(JobSpecTest, OtherFields) {
   spec = ValidSpec();
   spec.set_bucket_cap_bytes(10);
   ExpectInvalid(spec, "bucket_cap_bytes");
+  spec = ValidSpec();
+  spec.set_max_restarts(-1);
+  ExpectInvalid(spec, "max_restarts");
   spec = ValidSpec();
   spec.mutable_world_size()->set_max_workers(9);
   EXPECT_EQ(ValidateJobSpec(spec, 8).code(),

@@ -106,7 +106,9 @@ TEST(JobServiceTest, OversizedRequestIsRejected) {
 TEST(JobServiceTest, ShardsMatchTheSamplerAndMetricsAreAggregated) {
   TestCluster c;
   SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-a");
-  v1::Job job = c.Submit(c.Spec(2));
+  v1::JobSpec spec = c.Spec(2);
+  spec.set_epochs(4);
+  v1::Job job = c.Submit(spec);
   v1::Assignment a0 = w0.AwaitAssignment();
   v1::Assignment a1 = w1.AwaitAssignment();
   EXPECT_EQ(a0.rank() + a1.rank(), 1);

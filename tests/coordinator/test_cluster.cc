@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "coordinator/auth.h"
 
 namespace gradsync::testing {
@@ -164,7 +165,7 @@ grpc::Status SimWorker::Heartbeat(v1::HeartbeatResponse* response) {
   return stub_.Heartbeat(Context().get(), request, response);
 }
 
-v1::Assignment SimWorker::AwaitAssignment(int max_beats) {
+v1::Assignment SimWorker::AwaitAssignment(int max_beats, absl::Duration pause) {
   for (int i = 0; i < max_beats; ++i) {
     v1::HeartbeatResponse response;
     grpc::Status s = Heartbeat(&response);
@@ -180,7 +181,11 @@ v1::Assignment SimWorker::AwaitAssignment(int max_beats) {
       return *task_;
     }
     // Not assigned yet; yield before the next beat.
-    std::this_thread::yield();
+    if (pause > absl::ZeroDuration()) {
+      absl::SleepFor(pause);
+    } else {
+      std::this_thread::yield();
+    }
   }
   ADD_FAILURE() << "worker " << id_ << " got no assignment";
   return v1::Assignment();

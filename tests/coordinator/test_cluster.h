@@ -69,9 +69,11 @@ class SimWorker {
   std::unique_ptr<grpc::ClientContext> Context(double seconds = 10) const;
   // One heartbeat carrying the worker's current task (if any).
   grpc::Status Heartbeat(v1::HeartbeatResponse* response);
-  // Heartbeats until the coordinator answers RUN (at most `max_beats`),
-  // then adopts the assignment and acknowledges it with state RUNNING.
-  v1::Assignment AwaitAssignment(int max_beats = 2000);
+  // Heartbeats until the coordinator answers RUN (at most `max_beats`,
+  // `pause` apart), then adopts the assignment and acknowledges it with
+  // state RUNNING.
+  v1::Assignment AwaitAssignment(int max_beats = 2000,
+                                 absl::Duration pause = absl::ZeroDuration());
   // Reports the task done and drops it.
   grpc::Status Complete(bool success, const std::string& message = "");
   // Drops the task locally (as after a STOP).

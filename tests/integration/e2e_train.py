@@ -14,6 +14,7 @@ Usage: e2e_train.py BIN_DIR WORK_DIR"""
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -25,9 +26,14 @@ USER_TOKEN, WORKER_TOKEN = "e2e-user-token", "e2e-worker-token"
 
 
 class Cluster:
-    def __init__(self, bin_dir, work):
+    """A coordinator and `workers` gradsync-worker processes on localhost,
+    secured (TLS, worker certificates, tokens) unless secure=False."""
+
+    def __init__(self, bin_dir, work, workers=2, secure=True,
+                 heartbeat_timeout=3, worker_args=()):
         self.bin, self.work = bin_dir, work
         self.procs, self.logs = [], []
+        self.worker_count = workers
         tls = os.path.join(work, "tls")
         os.makedirs(tls, exist_ok=True)
         subprocess.run(["sh", os.path.join(os.path.dirname(__file__), "..",
@@ -42,15 +48,18 @@ class Cluster:
                           GRADSYNC_TLS_CLIENT_CERT=f"{tls}/worker.pem",
                           GRADSYNC_TLS_CLIENT_KEY=f"{tls}/worker.key",
                           GRADSYNC_WORKER_TOKEN=WORKER_TOKEN)
+        security = [
+            "--tls-cert", f"{tls}/server.pem", "--tls-key", f"{tls}/server.key",
+            "--tls-client-ca", f"{tls}/ca.pem", "--require-worker-cert",
+            "--user-token", USER_TOKEN, "--worker-token", WORKER_TOKEN]
+        if not secure:
+            security, self.cli_env, worker_env = [], base, base
         log = open(os.path.join(work, "coordinator.log"), "w+")
         self.logs.append(log)
         coord = subprocess.Popen(
             [f"{bin_dir}/gradsync-coordinator", "--listen", "127.0.0.1:0",
              "--state-dir", os.path.join(work, "state"),
-             "--heartbeat-timeout", "3",
-             "--tls-cert", f"{tls}/server.pem", "--tls-key", f"{tls}/server.key",
-             "--tls-client-ca", f"{tls}/ca.pem", "--require-worker-cert",
-             "--user-token", USER_TOKEN, "--worker-token", WORKER_TOKEN],
+             "--heartbeat-timeout", str(heartbeat_timeout)] + security,
             stderr=subprocess.PIPE, text=True, env=base)
         self.procs.append(coord)
         for line in coord.stderr:
@@ -63,13 +72,15 @@ class Cluster:
         import threading
         threading.Thread(target=lambda: [log.write(l) for l in coord.stderr],
                          daemon=True).start()
-        for i in range(2):
+        self.workers_procs = []
+        for i in range(workers):
             wlog = open(os.path.join(work, f"worker{i}.log"), "w+")
             self.logs.append(wlog)
-            self.procs.append(subprocess.Popen(
+            self.workers_procs.append(subprocess.Popen(
                 [f"{bin_dir}/gradsync-worker", "-c", self.address,
-                 "--log-every", "10"], stdout=wlog, stderr=wlog,
-                env=worker_env))
+                 "--log-every", "10"] + list(worker_args), stdout=wlog,
+                stderr=wlog, env=worker_env))
+        self.procs += self.workers_procs
 
     def cli(self, *args, timeout=60, check=True, env=None):
         r = subprocess.run([f"{self.bin}/gradsync", "-c", self.address] +
@@ -86,8 +97,10 @@ class Cluster:
     def wait_workers(self, state, deadline_s=30):
         end = time.time() + deadline_s
         while time.time() < end:
-            ws = self.workers()
-            if len(ws) == 2 and all(w["state"] == state for w in ws):
+            ws = [w for w in self.workers()
+                  if w.get("state") != "WORKER_STATE_DEAD"]
+            if (len(ws) == self.worker_count and
+                    all(w["state"] == state for w in ws)):
                 return ws
             time.sleep(0.2)
         raise AssertionError(f"workers not {state} within {deadline_s}s: "
@@ -95,6 +108,10 @@ class Cluster:
 
     def stop(self):
         for p in self.procs:
+            try:
+                os.kill(p.pid, signal.SIGCONT)  # a stopped one must wake to die
+            except ProcessLookupError:
+                pass
             p.terminate()
         for p in self.procs:
             try:
@@ -176,8 +193,8 @@ def check_python_predictions(bin_dir, checkpoint, subset, state):
           f"predictions equal the C++ model's")
 
 
-def main():
-    bin_dir, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+def prepare_subset(bin_dir, work):
+    """Fetches Fashion-MNIST (once) and returns the path of the subset."""
     os.makedirs(work, exist_ok=True)
     full = os.environ.get("GRADSYNC_FASHION_MNIST",
                           os.path.join(work, "fashion-mnist"))
@@ -185,6 +202,12 @@ def main():
                     full], check=True)
     subset = os.path.join(work, "fmnist-subset")
     make_subset(full, subset)
+    return subset
+
+
+def main():
+    bin_dir, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    subset = prepare_subset(bin_dir, work)
     ckpt = os.path.join(work, "ckpt")
     import shutil
     for stale in ("state", "ckpt", "ckpt-resumed"):  # every run starts from a clean slate

@@ -1,0 +1,179 @@
+// Elastic recovery over a real server: a failed attempt sends the job back
+// to PENDING and a new rendezvous over the live workers resumes from the
+// last committed checkpoint; the sample ledger re-shards what that
+// checkpoint had not committed, so every sample is trained exactly once;
+// the restart limit and the wait for the old attempt's workers are bounded.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "absl/time/clock.h"
+#include "test_cluster.h"
+
+namespace gradsync::testing {
+namespace {
+
+std::vector<int64_t> Shard(TestCluster& c, const SimWorker& w, int epoch) {
+  const v1::Assignment& a = *w.task();
+  v1::GetShardRequest request;
+  request.set_worker_id(w.id());
+  request.set_job_id(a.job_id());
+  request.set_attempt(a.attempt());
+  request.set_rank(a.rank());
+  request.set_epoch(epoch);
+  v1::GetShardResponse response;
+  grpc::Status s = c.workers().GetShard(w.Context().get(), request, &response);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return {response.indices().begin(), response.indices().end()};
+}
+
+// Rank 0 reports a checkpoint at (epoch, epoch_batch) after `step` steps.
+void Commit(TestCluster& c, const SimWorker& rank0, const std::string& path,
+            int epoch, int64_t epoch_batch, int64_t step) {
+  v1::ReportMetricsRequest report;
+  report.set_worker_id(rank0.id());
+  report.set_job_id(rank0.task()->job_id());
+  report.set_attempt(rank0.task()->attempt());
+  v1::CheckpointCommit* commit = report.add_checkpoints();
+  commit->set_path(path);
+  commit->set_epoch(epoch);
+  commit->set_epoch_batch(epoch_batch);
+  commit->set_step(step);
+  v1::ReportMetricsResponse ignored;
+  grpc::Status s =
+      c.workers().ReportMetrics(rank0.Context().get(), report, &ignored);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+}
+
+// Heartbeats `w` until its task is dropped after a STOP.
+void StopAndIdle(SimWorker& w) {
+  v1::HeartbeatResponse r;
+  ASSERT_TRUE(w.Heartbeat(&r).ok());
+  EXPECT_EQ(r.action(), v1::ACTION_STOP) << r.reason();
+  w.DropTask();
+  ASSERT_TRUE(w.Heartbeat(&r).ok());  // idle: released
+}
+
+TEST(RestartTest, FailedAttemptResumesOnTheSurvivorWithTheRemainingSamples) {
+  // 10 training samples, 2 ranks of batch 2: 5 samples (3 batches) each.
+  TestCluster c(absl::Milliseconds(500));
+  SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-b");
+  v1::JobSpec spec = c.Spec(2);
+  spec.mutable_world_size()->set_min_workers(1);
+  v1::Job job = c.Submit(spec);
+  w0.AwaitAssignment();
+  w1.AwaitAssignment();
+  SimWorker& rank0 = w0.task()->rank() == 0 ? w0 : w1;
+  SimWorker& rank1 = w0.task()->rank() == 0 ? w1 : w0;
+  const std::vector<int64_t> shard0 = Shard(c, rank0, 0);
+  const std::vector<int64_t> shard1 = Shard(c, rank1, 0);
+  ASSERT_EQ(shard0.size(), 5u);
+  // After 2 batches a checkpoint commits the first 4 samples of each rank.
+  Commit(c, rank0, "/ckpt/model-step-2.pt", 0, 2, 2);
+  v1::Job now = c.Get(job.id());
+  ASSERT_EQ(now.ledger_size(), 1);
+  EXPECT_EQ(now.ledger(0).committed(), 8);
+
+  // Rank 1 fails, then goes silent (its process is gone).
+  ASSERT_TRUE(rank1.Complete(false, "killed").ok());
+  now = c.Get(job.id());
+  EXPECT_EQ(now.state(), v1::JOB_STATE_PENDING);
+  EXPECT_EQ(now.restarts(), 1);
+  EXPECT_NE(now.message().find("attempt 1 failed: rank 1"), std::string::npos)
+      << now.message();
+  EXPECT_NE(now.message().find("restart 1 of 3, from /ckpt/model-step-2.pt"),
+            std::string::npos)
+      << now.message();
+
+  // Rank 0 stops and comes back idle; the restart waits for rank 1's worker
+  // until it is declared dead, then runs on rank 0's worker alone.
+  StopAndIdle(rank0);
+  const v1::Assignment a = rank0.AwaitAssignment(1000, absl::Milliseconds(10));
+  EXPECT_EQ(a.attempt(), 2);
+  EXPECT_EQ(a.world_size(), 1);
+  EXPECT_TRUE(a.resume_remaining());
+  EXPECT_EQ(a.spec().checkpoint().resume_from(), "/ckpt/model-step-2.pt");
+
+  // What is left of epoch 0 is exactly what attempt 1 had not committed.
+  const std::vector<int64_t> rest = Shard(c, rank0, 0);
+  std::map<int64_t, int> trained;
+  for (size_t i = 0; i < 4; ++i) ++trained[shard0[i]], ++trained[shard1[i]];
+  for (int64_t i : rest) ++trained[i];
+  EXPECT_EQ(trained.size(), 10u);
+  for (const auto& [index, times] : trained) EXPECT_EQ(times, 1) << index;
+
+  Commit(c, rank0, "/ckpt/model-step-3.pt", 1, 0, 3);
+  now = c.Get(job.id());
+  ASSERT_EQ(now.ledger(0).segments_size(), 2);
+  EXPECT_EQ(now.ledger(0).segments(1).offset(), 8);
+  EXPECT_EQ(now.ledger(0).segments(1).world_size(), 1);
+  EXPECT_EQ(now.ledger(0).committed(), 10);
+  EXPECT_EQ(now.ledger(0).duplicates(), 0);
+  ASSERT_EQ(now.attempts_size(), 2);
+  EXPECT_NE(now.attempts(0).outcome().find("killed"), std::string::npos);
+  EXPECT_EQ(now.attempts(0).committed_step(), 2);
+  ASSERT_TRUE(rank0.Complete(true).ok());
+  EXPECT_EQ(c.Get(job.id()).state(), v1::JOB_STATE_SUCCEEDED);
+}
+
+TEST(RestartTest, TheRestartLimitEndsTheJob) {
+  TestCluster c;
+  SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-a");
+  v1::JobSpec spec = c.Spec(2);
+  spec.set_max_restarts(1);
+  v1::Job job = c.Submit(spec);
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    w0.AwaitAssignment();
+    w1.AwaitAssignment();
+    EXPECT_EQ(w1.task()->attempt(), attempt);
+    ASSERT_TRUE(w1.Complete(false, "boom " + std::to_string(attempt)).ok());
+    if (attempt == 1) {
+      StopAndIdle(w0);
+      v1::HeartbeatResponse r;
+      ASSERT_TRUE(w1.Heartbeat(&r).ok());  // idle: the restart may start
+    }
+  }
+  v1::Job failed = c.Get(job.id());
+  EXPECT_EQ(failed.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(failed.message().find("boom 2; restart limit (1) reached"),
+            std::string::npos)
+      << failed.message();
+  EXPECT_EQ(failed.attempts_size(), 2);
+}
+
+TEST(RestartTest, AStuckSurvivorDoesNotHoldTheRestartPastItsDeadline) {
+  // The survivor keeps heartbeating its old task (stuck in a collective);
+  // the restart waits for it only collective_timeout + 2 heartbeat
+  // timeouts, then runs on the worker that did come back.
+  TestCluster c(absl::Milliseconds(200));
+  SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-b");
+  v1::JobSpec spec = c.Spec(2);
+  spec.mutable_world_size()->set_min_workers(1);
+  spec.set_collective_timeout_ms(100);
+  v1::Job job = c.Submit(spec);
+  w0.AwaitAssignment();
+  w1.AwaitAssignment();
+  ASSERT_TRUE(w1.Complete(false, "peer reset").ok());
+  const absl::Time failed_at = absl::Now();
+  v1::HeartbeatResponse r;
+  ASSERT_TRUE(w1.Heartbeat(&r).ok());  // idle again
+  v1::Assignment a;
+  while (absl::Now() - failed_at < absl::Seconds(10)) {
+    ASSERT_TRUE(w0.Heartbeat(&r).ok());  // still "running" attempt 1
+    EXPECT_NE(r.action(), v1::ACTION_RUN);
+    ASSERT_TRUE(w1.Heartbeat(&r).ok());
+    if (r.action() == v1::ACTION_RUN) {
+      a = r.assignment();
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_EQ(a.attempt(), 2);
+  EXPECT_EQ(a.world_size(), 1);
+  EXPECT_GE(absl::Now() - failed_at, absl::Milliseconds(400));
+  EXPECT_EQ(c.Get(job.id()).state(), v1::JOB_STATE_RENDEZVOUS);
+}
+
+}  // namespace
+}  // namespace gradsync::testing
