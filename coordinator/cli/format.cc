@@ -167,6 +167,38 @@ std::string FormatJobDetail(const v1::Job& job, int64_t now_ms) {
                                     e.epoch() + 1, 100 * e.accuracy(), e.loss(),
                                     e.samples()));
   }
+  if (job.attempts_size() > 1 || job.restarts() > 0) {
+    absl::StrAppend(&out, "Attempts:   ", job.restarts(), " restart(s) of ",
+                    spec.max_restarts(), " allowed\n");
+    for (const v1::AttemptRecord& a : job.attempts()) {
+      absl::StrAppend(
+          &out, "  attempt ", a.attempt(), ": ", a.world_size(), " rank(s)",
+          a.committed_step() > 0
+              ? absl::StrCat(", committed through step ", a.committed_step())
+              : ", nothing committed",
+          a.outcome().empty() ? "" : absl::StrCat("; ended: ", a.outcome()),
+          "\n");
+    }
+  }
+  if (job.ledger_size() > 0) {
+    absl::StrAppend(&out, "Ledger:     samples committed per epoch\n");
+    for (const v1::EpochLedger& e : job.ledger()) {
+      std::vector<std::string> parts;
+      for (const v1::LedgerSegment& s : e.segments()) {
+        parts.push_back(absl::StrFormat("attempt %d: %d rank(s), %d from #%d",
+                                        s.attempt(), s.world_size(),
+                                        s.committed(), s.offset()));
+      }
+      absl::StrAppend(
+          &out,
+          absl::StrFormat(
+              "  epoch %d: %d/%d (%d padding duplicate(s)%s; %s)\n",
+              e.epoch() + 1, e.committed(), e.samples(), e.duplicates(),
+              e.dropped() > 0 ? absl::StrFormat(", %d dropped", e.dropped())
+                              : "",
+              absl::StrJoin(parts, "; ")));
+    }
+  }
   absl::StrAppend(&out, "History:\n");
   for (const v1::Transition& t : job.transitions()) {
     absl::StrAppend(&out, "  ", FormatDuration(now_ms - t.time_unix_ms()),

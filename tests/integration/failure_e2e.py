@@ -152,6 +152,10 @@ def kill_and_recover(cluster, subset, samples):
     print(f"failures: attempt 1 outcome: {outcome}")
     check_exactly_once(done, os.path.join(cluster.work, "trace"), samples)
     assert watch.returncode == 0, watch.stderr
+    text = cluster.cli("status", job["id"]).stdout
+    shown = text[text.index("Attempts:"):text.index("History:")]
+    assert "Ledger:" in shown and f"{samples}/{samples}" in shown, text
+    print("failures: gradsync status shows\n" + shown.rstrip())
 
 
 def stop_and_recover(cluster, subset):

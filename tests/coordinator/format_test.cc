@@ -1,0 +1,50 @@
+// `gradsync status` text: restarts, attempts and the sample ledger.
+#include "coordinator/cli/format.h"
+
+#include <gtest/gtest.h>
+
+namespace gradsync::cli {
+namespace {
+
+TEST(FormatTest, StatusShowsAttemptsAndTheLedger) {
+  v1::Job job;
+  job.set_id("job-000007");
+  job.mutable_spec()->set_max_restarts(3);
+  job.set_restarts(1);
+  v1::AttemptRecord* a1 = job.add_attempts();
+  a1->set_attempt(1);
+  a1->set_world_size(3);
+  a1->set_committed_step(5);
+  a1->set_outcome("rank 1 (worker w2 on host h) missed heartbeats");
+  v1::AttemptRecord* a2 = job.add_attempts();
+  a2->set_attempt(2);
+  a2->set_world_size(2);
+  v1::EpochLedger* e = job.add_ledger();
+  e->set_samples(2000);
+  e->set_committed(2000);
+  for (auto [attempt, world, offset, committed] :
+       {std::tuple{1, 3, 0, 750}, std::tuple{2, 2, 750, 1250}}) {
+    v1::LedgerSegment* s = e->add_segments();
+    s->set_attempt(attempt);
+    s->set_world_size(world);
+    s->set_offset(offset);
+    s->set_committed(committed);
+  }
+  const std::string out = FormatJobDetail(job, 0);
+  EXPECT_NE(out.find("1 restart(s) of 3 allowed"), std::string::npos) << out;
+  EXPECT_NE(out.find("attempt 1: 3 rank(s), committed through step 5; "
+                     "ended: rank 1 (worker w2 on host h) missed heartbeats"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("attempt 2: 2 rank(s), nothing committed"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("epoch 1: 2000/2000 (0 padding duplicate(s); attempt 1: "
+                     "3 rank(s), 750 from #0; attempt 2: 2 rank(s), 1250 "
+                     "from #750)"),
+            std::string::npos)
+      << out;
+}
+
+}  // namespace
+}  // namespace gradsync::cli
