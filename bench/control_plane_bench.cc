@@ -2,14 +2,17 @@
 //
 // Starts a coordinator in this process on a loopback port and drives it over
 // gRPC like a cluster would: N simulated workers register and heartbeat at
-// 1 Hz while K clients hammer one job's key-value store with set/get. Reports
-// p50/p99 latency and ops/s of heartbeats and store calls, and how many
-// workers the failure detector wrongly declared dead. Then compares the
+// 1 Hz while K clients hammer one job's key-value store with set/get and W
+// watchers (as `gradsync watch`) stream that job, whose rank reports a step
+// every 100 ms. Reports p50/p99 latency and ops/s of heartbeats and store
+// calls, watch event delivery latency, and how many workers the failure
+// detector wrongly declared dead. Then compares the
 // store's closed-loop set+get throughput with c10d's TCPStore (LibTorch) at
 // the same client count and value size, side by side in the same run.
 //
 // Usage: gradsync-bench-control-plane [--workers 100,1000] [--seconds 10]
 //                                     [--kv-clients 2] [--client-threads 8]
+//                                     [--watchers 50]
 #include <grpcpp/grpcpp.h>
 
 #include <CLI/CLI.hpp>
@@ -25,6 +28,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "coordinator/auth.h"
 #include "coordinator/metrics_aggregator.h"
 #include "coordinator/server.h"
 #include "gradsync/v1/job_service.grpc.pb.h"
@@ -66,10 +70,12 @@ double MsSince(absl::Time start) {
   return absl::ToDoubleMilliseconds(absl::Now() - start);
 }
 
-std::unique_ptr<grpc::ClientContext> Ctx() {
+// A call context with a 10 s deadline, acting as the worker holding `key`.
+std::unique_ptr<grpc::ClientContext> Ctx(const std::string& key = "") {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(std::chrono::system_clock::now() +
                     std::chrono::seconds(10));
+  if (!key.empty()) ctx->AddMetadata(kWorkerKeyHeader, key);
   return ctx;
 }
 
@@ -85,10 +91,12 @@ std::string MakeDataset() {
 struct KvJob {
   std::string job_id;
   int attempt = 0;
+  std::string worker_id, key;  // its rank 0
 };
 
 // Registers one worker, submits a 1-rank job and acknowledges it, so the
-// job's store is live. A thread keeps that worker's heartbeats going.
+// job's store is live. A thread keeps that worker's heartbeats going and
+// reports a step every 100 ms (what watchers receive).
 KvJob StartKvJob(WorkerService::Stub& workers, v1::JobService::Stub& jobs,
                  const std::string& dataset, std::atomic<bool>& stop,
                  std::thread& beater) {
@@ -112,16 +120,28 @@ KvJob StartKvJob(WorkerService::Stub& workers, v1::JobService::Stub& jobs,
   v1::HeartbeatRequest hb;
   hb.set_worker_id(id.worker_id());
   v1::HeartbeatResponse r;
-  workers.Heartbeat(Ctx().get(), hb, &r);
-  KvJob kv{r.assignment().job_id(), r.assignment().attempt()};
+  workers.Heartbeat(Ctx(id.worker_key()).get(), hb, &r);
+  KvJob kv{r.assignment().job_id(), r.assignment().attempt(), id.worker_id(),
+           id.worker_key()};
   hb.set_state(v1::WORKER_STATE_RUNNING);
   hb.set_job_id(kv.job_id);
   hb.set_attempt(kv.attempt);
-  beater = std::thread([&workers, hb, &stop] {
-    while (!stop) {
-      v1::HeartbeatResponse ignored;
-      workers.Heartbeat(Ctx().get(), hb, &ignored);
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  beater = std::thread([&workers, hb, kv, &stop] {
+    for (int64_t step = 1; !stop; ++step) {
+      if (step % 3 == 0) {
+        v1::HeartbeatResponse ignored;
+        workers.Heartbeat(Ctx(kv.key).get(), hb, &ignored);
+      }
+      v1::ReportMetricsRequest report;
+      report.set_worker_id(kv.worker_id);
+      report.set_job_id(kv.job_id);
+      report.set_attempt(kv.attempt);
+      v1::StepMetrics* m = report.add_steps();
+      m->set_step(step);
+      m->set_time_unix_ms(absl::ToUnixMillis(absl::Now()));
+      v1::ReportMetricsResponse ignored;
+      workers.ReportMetrics(Ctx(kv.key).get(), report, &ignored);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
   return kv;
@@ -135,21 +155,23 @@ void KvClient(WorkerService::Stub& stub, const KvJob& kv, int id,
   for (int i = 0; absl::Now() < end; ++i) {
     const std::string key = absl::StrCat("c", id, "/", i % 1000);
     v1::StoreSetRequest set;
+    set.set_worker_id(kv.worker_id);
     set.set_job_id(kv.job_id);
     set.set_attempt(kv.attempt);
     set.set_key(key);
     set.set_value(value);
     v1::StoreSetResponse set_r;
     absl::Time t = absl::Now();
-    if (!stub.StoreSet(Ctx().get(), set, &set_r).ok()) break;
+    if (!stub.StoreSet(Ctx(kv.key).get(), set, &set_r).ok()) break;
     s_lat.push_back(MsSince(t));
     v1::StoreGetRequest get;
+    get.set_worker_id(kv.worker_id);
     get.set_job_id(kv.job_id);
     get.set_attempt(kv.attempt);
     get.set_key(key);
     v1::StoreGetResponse get_r;
     t = absl::Now();
-    if (!stub.StoreGet(Ctx().get(), get, &get_r).ok()) break;
+    if (!stub.StoreGet(Ctx(kv.key).get(), get, &get_r).ok()) break;
     g_lat.push_back(MsSince(t));
   }
   sets.Merge(s_lat);
@@ -176,8 +198,29 @@ std::unique_ptr<CoordinatorServer> StartServer() {
   return std::move(*server);
 }
 
+// A `gradsync watch` of the job until `end`: latency of each step event
+// (report time to arrival).
+void Watcher(v1::JobService::Stub& jobs, const std::string& job_id,
+             absl::Time end, Latencies& events) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(end));
+  v1::WatchJobRequest request;
+  request.set_job_id(job_id);
+  auto reader = jobs.WatchJob(&ctx, request);
+  std::vector<double> lat;
+  v1::JobEvent event;
+  while (reader->Read(&event)) {
+    if (event.has_step()) {
+      lat.push_back(absl::ToUnixMillis(absl::Now()) -
+                    event.step().time_unix_ms());
+    }
+  }
+  (void)reader->Finish();  // DEADLINE_EXCEEDED at `end`
+  events.Merge(lat);
+}
+
 void RunScenario(int num_workers, double seconds, int kv_clients,
-                 int client_threads, const std::string& dataset) {
+                 int client_threads, int watchers, const std::string& dataset) {
   std::unique_ptr<CoordinatorServer> server = StartServer();
   const std::string address = server->local_address();
   // One channel per client thread, as separate hosts would have.
@@ -190,7 +233,7 @@ void RunScenario(int num_workers, double seconds, int kv_clients,
   auto kv_stub = make_stub();
   KvJob kv = StartKvJob(*kv_stub, *job_stub, dataset, stop, kv_beater);
 
-  Latencies registers, beats, sets, gets;
+  Latencies registers, beats, sets, gets, watch_events;
   std::atomic<int> beat_errors{0};
   const absl::Time start = absl::Now();
   const absl::Time end = start + absl::Seconds(seconds);
@@ -199,7 +242,7 @@ void RunScenario(int num_workers, double seconds, int kv_clients,
     threads.emplace_back([&, t] {
       auto stub = make_stub();
       struct Sim {
-        std::string id;
+        std::string id, key;
         absl::Time due;
       };
       std::vector<Sim> sims;
@@ -212,7 +255,7 @@ void RunScenario(int num_workers, double seconds, int kv_clients,
         if (!stub->RegisterWorker(Ctx().get(), reg, &r).ok()) continue;
         reg_lat.push_back(MsSince(t0));
         // Spread first heartbeats over one second.
-        sims.push_back({r.worker_id(),
+        sims.push_back({r.worker_id(), r.worker_key(),
                         start + absl::Milliseconds(1000.0 * w / num_workers)});
       }
       registers.Merge(reg_lat);
@@ -226,7 +269,7 @@ void RunScenario(int num_workers, double seconds, int kv_clients,
         hb.set_state(v1::WORKER_STATE_IDLE);
         v1::HeartbeatResponse r;
         const absl::Time t0 = absl::Now();
-        if (stub->Heartbeat(Ctx().get(), hb, &r).ok()) {
+        if (stub->Heartbeat(Ctx(sim.key).get(), hb, &r).ok()) {
           beat_lat.push_back(MsSince(t0));
         } else {
           ++beat_errors;
@@ -243,8 +286,20 @@ void RunScenario(int num_workers, double seconds, int kv_clients,
       KvClient(*stub, kv, k, end, sets, gets);
     });
   }
+  std::vector<std::thread> watch_threads;
+  for (int i = 0; i < watchers; ++i) {
+    watch_threads.emplace_back([&] {
+      // Its own channel, as a separate CLI process would have.
+      grpc::ChannelArguments args;
+      args.SetInt("grpc.use_local_subchannel_pool", 1);
+      auto stub = v1::JobService::NewStub(grpc::CreateCustomChannel(
+          address, grpc::InsecureChannelCredentials(), args));
+      Watcher(*stub, kv.job_id, end, watch_events);
+    });
+  }
   for (auto& t : threads) t.join();
   for (auto& t : kv_threads) t.join();
+  for (auto& t : watch_threads) t.join();
   const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
 
   v1::ListWorkersResponse list;
@@ -256,13 +311,16 @@ void RunScenario(int num_workers, double seconds, int kv_clients,
   stop = true;
   kv_beater.join();
   std::printf(
-      "\n== %d workers heartbeating at 1 Hz + %d KV clients, %.1f s ==\n",
-      num_workers, kv_clients, elapsed);
+      "\n== %d workers heartbeating at 1 Hz + %d KV clients + %d watchers, "
+      "%.1f s ==\n",
+      num_workers, kv_clients, watchers, elapsed);
   std::printf("  register:        %s\n", registers.Describe(elapsed).c_str());
   std::printf("  heartbeat:       %s, errors %d\n",
               beats.Describe(elapsed).c_str(), beat_errors.load());
   std::printf("  store set:       %s\n", sets.Describe(elapsed).c_str());
   std::printf("  store get:       %s\n", gets.Describe(elapsed).c_str());
+  std::printf("  watch events:    %s (report to arrival)\n",
+              watch_events.Describe(elapsed).c_str());
   std::printf("  declared dead:   %d of %d (must be 0)\n", dead, num_workers);
   server->Shutdown();
 }
@@ -341,6 +399,7 @@ int main(int argc, char** argv) {
   double seconds = 10;
   int kv_clients = 2;
   int client_threads = 8;
+  int watchers = 50;
   CLI::App app{"gradsync control-plane capacity benchmark"};
   app.add_option("--workers", workers_list, "simulated worker counts")
       ->capture_default_str();
@@ -351,6 +410,8 @@ int main(int argc, char** argv) {
   app.add_option("--client-threads", client_threads,
                  "threads driving the simulated workers")
       ->capture_default_str();
+  app.add_option("--watchers", watchers, "WatchJob streams on the job")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   const std::string dataset = gradsync::bench::MakeDataset();
@@ -360,7 +421,7 @@ int main(int argc, char** argv) {
       std::thread::hardware_concurrency());
   for (absl::string_view n : absl::StrSplit(workers_list, ',')) {
     gradsync::bench::RunScenario(std::stoi(std::string(n)), seconds, kv_clients,
-                                 client_threads, dataset);
+                                 client_threads, watchers, dataset);
   }
   std::printf(
       "\n== store set+get, %d closed-loop clients, 64-byte values, "
