@@ -82,7 +82,9 @@ Coordinator::Coordinator(CoordinatorOptions options,
                          std::unique_ptr<JobStore> store)
     : options_(std::move(options)),
       job_store_(std::move(store)),
-      incarnation_(std::random_device{}() & 0xffff),
+      incarnation_(options_.incarnation > 0
+                       ? static_cast<uint32_t>(options_.incarnation & 0xffff)
+                       : std::random_device{}() & 0xffff),
       ports_(options_.port_range_first, options_.port_range_last) {}
 
 Coordinator::~Coordinator() { Shutdown(); }

@@ -53,6 +53,9 @@ struct CoordinatorOptions {
   // Run the failure detector on a background thread. Tests that drive
   // SweepDeadWorkers() themselves turn it off.
   bool run_failure_detector = true;
+  // Suffix of worker ids, 1..0xffff; 0 = random per coordinator run (ids of
+  // different runs then differ). Fixed only where ids must be predictable.
+  int incarnation = 0;
 };
 
 class Coordinator {

@@ -27,6 +27,8 @@ PACKAGES=(
   "${BUILD_PACKAGES[@]}" git
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev openssl
+  # the coordinator fuzzer (tests/fuzz/run_fuzz.sh): clang + libFuzzer
+  clang libclang-rt-14-dev
   # Python reference stack (parity tests and benchmarks against PyTorch)
   python3 python3-torch python3-torchvision python3-grpcio python3-grpc-tools
   python3-numpy python3-matplotlib
