@@ -524,6 +524,14 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(v1::JobSpec spec) {
 
   absl::MutexLock lock(&mu_);
   if (shut_down_) return absl::UnavailableError("coordinator is shutting down");
+  const int active = static_cast<int>(std::count_if(
+      jobs_.begin(), jobs_.end(),
+      [](const auto& j) { return !IsTerminal(j.second.job.state()); }));
+  if (active >= options_.max_active_jobs) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        active, " jobs are pending or running; this coordinator takes at most ",
+        options_.max_active_jobs, " (--max-active-jobs): wait or cancel one"));
+  }
   const int64_t seq = next_job_++;
   const std::string id = absl::StrFormat("job-%06d", seq);
   JobEntry& entry = jobs_[id];
@@ -622,6 +630,16 @@ absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(
   }
   absl::MutexLock lock(&mu_);
   if (shut_down_) return absl::UnavailableError("coordinator is shutting down");
+  const int live = static_cast<int>(
+      std::count_if(workers_.begin(), workers_.end(), [](const auto& w) {
+        return w.second.info.state() != v1::WORKER_STATE_DEAD;
+      }));
+  if (live >= options_.max_workers) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("register: ", live,
+                     " workers are registered; this coordinator takes at most ",
+                     options_.max_workers, " (--max-workers)"));
+  }
   const int64_t seq = next_worker_++;
   const std::string id = absl::StrFormat("w%d-%04x", seq, incarnation_);
   const absl::Time now = absl::Now();

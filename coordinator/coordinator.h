@@ -45,6 +45,11 @@ struct CoordinatorOptions {
   int port_range_first = 29500;
   int port_range_last = 29999;
   int max_world_size = 1024;
+  // Resource limits: jobs not yet ended (pending or running) and live
+  // registered workers; beyond them SubmitJob / RegisterWorker answer
+  // RESOURCE_EXHAUSTED.
+  int max_active_jobs = 1000;
+  int max_workers = 10000;
   // Dataset paths must lie under one of these (see data_roots.h); empty:
   // anywhere.
   std::vector<std::string> data_roots;

@@ -40,6 +40,14 @@ int main(int argc, char** argv) {
                  "largest world size a job may ask for")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--max-active-jobs", options.coordinator.max_active_jobs,
+                 "jobs pending or running at once; more are refused")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-workers", options.coordinator.max_workers,
+                 "registered live workers; more are refused")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--data-root", options.coordinator.data_roots,
                  "dataset paths must lie under one of these (repeatable; "
                  "default: anywhere)")

@@ -245,3 +245,43 @@ TEST(JobServiceTest, WatchStreamsStateChangesAndMetrics) {
 
 }  // namespace
 }  // namespace gradsync::testing
+
+namespace gradsync::testing {
+namespace {
+
+TEST(LimitsTest, ActiveJobsAndWorkersAreBounded) {
+  const std::string dir = UniqueTempDir("limits");
+  MakeImageFolder(dir, 2, 1);
+  CoordinatorOptions options;
+  options.run_failure_detector = false;
+  options.max_active_jobs = 2;
+  options.max_workers = 1;
+  auto c = Coordinator::Create(options, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status();
+  v1::JobSpec spec;
+  spec.mutable_dataset()->set_path(dir);
+  spec.set_model("mlp");
+  spec.set_batch_size(1);
+  spec.mutable_world_size()->set_max_workers(1);
+  auto first = (*c)->SubmitJob(spec);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE((*c)->SubmitJob(spec).ok());
+  auto third = (*c)->SubmitJob(spec);
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(third.status().message().find("at most 2 (--max-active-jobs)"),
+            std::string::npos)
+      << third.status();
+  // An ended job frees its place.
+  ASSERT_TRUE((*c)->CancelJob(first->id(), "").ok());
+  EXPECT_TRUE((*c)->SubmitJob(spec).ok());
+
+  v1::RegisterWorkerRequest reg;
+  reg.set_host("host-a");
+  ASSERT_TRUE((*c)->RegisterWorker(reg).ok());
+  EXPECT_EQ((*c)->RegisterWorker(reg).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gradsync::testing
