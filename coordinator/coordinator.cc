@@ -218,6 +218,8 @@ void Coordinator::Transition(JobEntry& entry, v1::JobState to,
   t->set_to(to);
   t->set_reason(reason);
   t->set_time_unix_ms(now);
+  job.clear_stall();
+  entry.stall_key.clear();
   job.set_state(to);
   job.set_message(reason);
   job.set_updated_unix_ms(now);
@@ -715,6 +717,10 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
   w.last_heartbeat = absl::Now();
   w.info.set_epoch(request.epoch());
   w.info.set_step(request.step());
+  if (request.collective_seq() != w.info.collective_seq() ||
+      w.seq_since == absl::InfinitePast()) {
+    w.seq_since = w.last_heartbeat;
+  }
   w.info.set_collective_seq(request.collective_seq());
 
   v1::HeartbeatResponse response;
@@ -978,8 +984,63 @@ void Coordinator::SweepDeadWorkers(absl::Time now) {
     }
     ++it;
   }
+  DetectStalls(now);
   // Restarts whose wait for the old attempt's workers has expired.
   Schedule();
+}
+
+void Coordinator::DetectStalls(absl::Time now) {
+  const absl::Duration patience = 3 * options_.heartbeat_interval;
+  for (auto& [id, entry] : jobs_) {
+    v1::Job& job = entry.job;
+    if (job.state() != v1::JOB_STATE_RUNNING) continue;
+    struct RankSeq {
+      const v1::RankAssignment* rank;
+      const WorkerEntry* worker;
+    };
+    std::vector<RankSeq> ranks;
+    int64_t front = 0;
+    for (const v1::RankAssignment& r : job.ranks()) {
+      auto w = workers_.find(r.worker_id());
+      if (w == workers_.end() || w->second.job_id != job.id()) continue;
+      ranks.push_back({&r, &w->second});
+      front = std::max(front, w->second.info.collective_seq());
+    }
+    std::vector<std::string> waiting, behind;
+    absl::Duration waited = absl::ZeroDuration();
+    for (const RankSeq& r : ranks) {
+      const absl::Duration still = now - r.worker->seq_since;
+      if (still < patience) continue;
+      if (r.worker->info.collective_seq() == front) {
+        waiting.push_back(absl::StrCat(r.rank->rank()));
+        waited = std::max(waited, still);
+      } else {
+        behind.push_back(absl::StrCat("rank ", r.rank->rank(), " (worker ",
+                                      r.rank->worker_id(), " on host ",
+                                      r.rank->host(), ", at #",
+                                      r.worker->info.collective_seq(),
+                                      ", step ", r.worker->info.step(), ")"));
+      }
+    }
+    std::string stall;
+    if (!waiting.empty() && !behind.empty()) {
+      stall = absl::StrCat(absl::StrJoin(behind, ", "),
+                           " has not reached collective #", front,
+                           " that rank(s) ", absl::StrJoin(waiting, ", "),
+                           " have waited in for ", FormatSeconds(waited));
+    }
+    // The text follows every tick; a new stall or its end is also an event.
+    const std::string key = stall.substr(0, stall.find(" have waited"));
+    job.set_stall(stall);
+    if (key == entry.stall_key) continue;
+    entry.stall_key = key;
+    absl::FPrintF(stderr, "coordinator: job %s %s\n", job.id(),
+                  stall.empty() ? "no longer stalled" : "stalled: " + stall);
+    v1::JobEvent event;
+    *event.mutable_job() = Snapshot(entry);
+    *event.mutable_summary() = event.job().metrics();
+    entry.events->Append(std::move(event));
+  }
 }
 
 }  // namespace gradsync

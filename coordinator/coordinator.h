@@ -118,8 +118,9 @@ class Coordinator {
       const std::string& job_id, int attempt);
 
   // Declares dead every worker whose last heartbeat is older than the
-  // heartbeat timeout at `now`, failing the jobs they ran. The background
-  // detector calls it; public so tests can drive it.
+  // heartbeat timeout at `now`, failing the jobs they ran, and updates each
+  // running job's stall (job.proto) from the ranks' collective sequence
+  // numbers. The background detector calls it; public so tests can drive it.
   void SweepDeadWorkers(absl::Time now);
 
  private:
@@ -138,6 +139,7 @@ class Coordinator {
     std::set<std::string> awaiting_release;
     absl::Time restart_deadline = absl::InfinitePast();
     std::string restart_reason;  // why the last attempt failed
+    std::string stall_key;       // the reported stall, without its duration
   };
   struct WorkerEntry {
     v1::WorkerInfo info;
@@ -145,6 +147,8 @@ class Coordinator {
     absl::Time last_heartbeat;
     int64_t seq = 0;  // registration order
     std::string key;  // secret handed out at registration
+    // When the collective sequence in its heartbeats last changed.
+    absl::Time seq_since = absl::InfinitePast();
     // Current task; empty job_id = none.
     std::string job_id;
     int attempt = 0;
@@ -182,6 +186,10 @@ class Coordinator {
   // A worker of `job_id`'s last attempt is back (idle) or dead.
   void Released(const std::string& job_id, const std::string& worker_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Names the ranks of running jobs that lag behind a collective the others
+  // have waited in for 3 heartbeat intervals (Job.stall), publishing a
+  // change as an event.
+  void DetectStalls(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts every pending job that enough idle workers can run; fails
   // restarting jobs that can no longer get min_workers.
   void Schedule() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -129,6 +129,9 @@ std::string FormatJobDetail(const v1::Job& job, int64_t now_ms) {
   absl::StrAppend(&out, "Job:        ", job.id(), " (", spec.name(), ")\n");
   absl::StrAppend(&out, "State:      ", StateName(job.state()), " - ",
                   job.message(), "\n");
+  if (!job.stall().empty()) {
+    absl::StrAppend(&out, "Stalled:    ", job.stall(), "\n");
+  }
   absl::StrAppend(
       &out, "Model:      ", spec.model(), ", ", spec.epochs(),
       " epoch(s), batch ", spec.batch_size(), " per rank, ",

@@ -121,3 +121,58 @@ TEST(FailureTest, TwoJobsOnOneHostGetDifferentPorts) {
 
 }  // namespace
 }  // namespace gradsync::testing
+
+namespace gradsync::testing {
+namespace {
+
+// A rank that stops entering collectives while heartbeating (stuck in its
+// training thread) is named within a few heartbeat intervals, and the
+// stall clears once it catches up.
+TEST(StallTest, TheRankBehindTheOthersCollectiveIsNamed) {
+  TestCluster c(absl::Milliseconds(400));  // heartbeats every 100 ms
+  std::vector<std::unique_ptr<SimWorker>> w;
+  for (int i = 0; i < 3; ++i) {
+    w.push_back(std::make_unique<SimWorker>(c.workers(), "host-a"));
+  }
+  v1::Job job = c.Submit(c.Spec(3));
+  for (auto& worker : w) worker->AwaitAssignment();
+  SimWorker* stuck = nullptr;
+  for (auto& worker : w) {
+    worker->set_collective_seq(7);
+    if (worker->task()->rank() == 1) {
+      stuck = worker.get();
+      worker->set_collective_seq(6);
+    }
+  }
+  auto beat_all = [&] {
+    for (auto& worker : w) {
+      v1::HeartbeatResponse r;
+      ASSERT_TRUE(worker->Heartbeat(&r).ok());
+    }
+  };
+  const absl::Time start = absl::Now();
+  std::string stall;
+  while (stall.empty() && absl::Now() - start < absl::Seconds(10)) {
+    beat_all();
+    absl::SleepFor(absl::Milliseconds(50));
+    stall = c.Get(job.id()).stall();
+  }
+  EXPECT_NE(stall.find("rank 1 (worker " + stuck->id() +
+                       " on host host-a, at #6, step"),
+            std::string::npos)
+      << stall;
+  EXPECT_NE(stall.find("has not reached collective #7 that rank(s) 0, 2 "
+                       "have waited in for"),
+            std::string::npos)
+      << stall;
+  // Reported after 3 heartbeat intervals (300 ms) of no progress.
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(300));
+
+  stuck->set_collective_seq(7);
+  for (int i = 0; i < 5; ++i) beat_all();
+  absl::SleepFor(absl::Milliseconds(100));  // a detector sweep
+  EXPECT_EQ(c.Get(job.id()).stall(), "");
+}
+
+}  // namespace
+}  // namespace gradsync::testing

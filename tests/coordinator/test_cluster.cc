@@ -161,6 +161,7 @@ grpc::Status SimWorker::Heartbeat(v1::HeartbeatResponse* response) {
     request.set_attempt(task_->attempt());
     request.set_rank(task_->rank());
     request.set_step(++step_);
+    request.set_collective_seq(collective_seq_);
   }
   return stub_.Heartbeat(Context().get(), request, response);
 }

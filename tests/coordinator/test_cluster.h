@@ -76,6 +76,8 @@ class SimWorker {
                                  absl::Duration pause = absl::ZeroDuration());
   // Reports the task done and drops it.
   grpc::Status Complete(bool success, const std::string& message = "");
+  // The collective sequence number its heartbeats report.
+  void set_collective_seq(int64_t seq) { collective_seq_ = seq; }
   // Drops the task locally (as after a STOP).
   void DropTask() { task_.reset(); }
   const v1::Assignment* task() const { return task_.get(); }
@@ -86,6 +88,7 @@ class SimWorker {
   std::string key_;
   std::unique_ptr<v1::Assignment> task_;
   int64_t step_ = 0;
+  int64_t collective_seq_ = 0;
 };
 
 }  // namespace gradsync::testing
