@@ -110,7 +110,12 @@ absl::Status Coordinator::Restore() {
   if (job_store_ == nullptr) return absl::OkStatus();
   absl::StatusOr<std::vector<v1::Job>> jobs = job_store_->LoadAll();
   if (!jobs.ok()) return jobs.status();
+  absl::StatusOr<std::map<std::string, std::string>> keys =
+      job_store_->LoadWorkerKeys();
+  if (!keys.ok()) return keys.status();
   absl::MutexLock lock(&mu_);
+  restored_keys_ = std::move(*keys);
+  const absl::Time now = absl::Now();
   for (v1::Job& job : *jobs) {
     int64_t n = 0;
     if (absl::SimpleAtoi(absl::string_view(job.id()).substr(4), &n)) {
@@ -122,16 +127,94 @@ absl::Status Coordinator::Restore() {
     for (const v1::EvalMetrics& e : entry.job.metrics().eval()) {
       entry.metrics.AddEval(e);
     }
-    if (IsTerminal(entry.job.state())) {
+    v1::Job& j = entry.job;
+    if (IsTerminal(j.state())) {
       entry.events->Close();
-    } else if (entry.job.state() != v1::JOB_STATE_PENDING) {
-      Transition(entry, v1::JOB_STATE_FAILED,
-                 absl::StrCat("coordinator restarted while the job was ",
-                              JobStateName(entry.job.state()),
-                              "; its workers are no longer known"));
+    } else if (j.state() == v1::JOB_STATE_RENDEZVOUS) {
+      // The attempt's store is gone with the old process: run it again
+      // (no workers are known yet to judge availability by).
+      const std::string reason = absl::StrCat(
+          "the coordinator restarted during the rendezvous of "
+          "attempt ",
+          j.attempt());
+      if (j.restarts() >= j.spec().max_restarts()) {
+        Transition(entry, v1::JOB_STATE_FAILED,
+                   absl::StrCat(reason, "; restart limit (",
+                                j.spec().max_restarts(), ") reached"));
+      } else {
+        j.set_restarts(j.restarts() + 1);
+        Transition(entry, v1::JOB_STATE_PENDING,
+                   absl::StrCat(reason, "; restart ", j.restarts(), " of ",
+                                j.spec().max_restarts()));
+      }
+    } else if (j.state() == v1::JOB_STATE_RUNNING) {
+      // The ranks train on; wait for their workers to re-register.
+      entry.store = std::make_shared<KvStore>();
+      entry.barriers = std::make_shared<BarrierTable>(j.world_size());
+      std::set<int> completed;
+      if (j.attempts_size() > 0) {
+        const auto& done = j.attempts(j.attempts_size() - 1).completed_ranks();
+        completed.insert(done.begin(), done.end());
+      }
+      for (const v1::RankAssignment& r : j.ranks()) {
+        entry.joined.insert(r.rank());
+        if (completed.count(r.rank()) > 0) {
+          entry.completed.insert(r.rank());
+        } else {
+          entry.awaiting_reconnect.insert(r.worker_id());
+        }
+      }
+      entry.reconnect_deadline = now + options_.reconnect_grace;
+      if (j.master_port() > 0) ports_.Reserve(j.master_addr(), j.master_port());
+      absl::FPrintF(stderr,
+                    "coordinator: restored running job %s (attempt %d); "
+                    "waiting %s for %d worker(s) to re-register\n",
+                    j.id(), j.attempt(),
+                    FormatSeconds(options_.reconnect_grace),
+                    entry.awaiting_reconnect.size());
     }
   }
   return absl::OkStatus();
+}
+
+Coordinator::WorkerEntry* Coordinator::Readopt(
+    const v1::RegisterWorkerRequest& request, absl::Time now) {
+  const v1::ResumeTask& r = request.resume();
+  auto key = restored_keys_.find(r.worker_id());
+  if (key == restored_keys_.end() || !KeysEqual(key->second, r.worker_key()) ||
+      workers_.count(r.worker_id()) > 0) {
+    return nullptr;
+  }
+  auto job = jobs_.find(r.job_id());
+  if (job == jobs_.end()) return nullptr;
+  JobEntry& entry = job->second;
+  const v1::Job& j = entry.job;
+  if (j.state() != v1::JOB_STATE_RUNNING || j.attempt() != r.attempt() ||
+      r.rank() < 0 || r.rank() >= j.ranks_size() ||
+      j.ranks(r.rank()).worker_id() != r.worker_id() ||
+      entry.awaiting_reconnect.erase(r.worker_id()) == 0) {
+    return nullptr;
+  }
+  WorkerEntry& w = workers_[r.worker_id()];
+  w.seq = next_worker_++;
+  w.key = key->second;
+  w.last_heartbeat = now;
+  w.free_ports.assign(request.free_ports().begin(), request.free_ports().end());
+  w.job_id = j.id();
+  w.attempt = j.attempt();
+  w.rank = r.rank();
+  w.info.set_worker_id(r.worker_id());
+  w.info.set_host(request.host());
+  *w.info.mutable_devices() = request.devices();
+  w.info.set_state(v1::WORKER_STATE_RUNNING);
+  w.info.set_job_id(j.id());
+  w.info.set_rank(r.rank());
+  w.info.set_registered_unix_ms(UnixMs(now));
+  absl::FPrintF(stderr,
+                "coordinator: worker %s re-registered from %s with its task: "
+                "job %s attempt %d rank %d\n",
+                r.worker_id(), request.host(), j.id(), j.attempt(), r.rank());
+  return &w;
 }
 
 void Coordinator::DetectorLoop() {
@@ -194,8 +277,12 @@ std::string Coordinator::DescribeRank(const JobEntry& entry, int rank) const {
 
 v1::Job Coordinator::Snapshot(const JobEntry& entry) const {
   v1::Job job = entry.job;
-  if (!IsTerminal(job.state()))
+  // Live metrics, unless none arrived since a restart (then the persisted
+  // summary is the best there is).
+  if (!IsTerminal(job.state()) &&
+      (entry.metrics.has_steps() || job.metrics().ranks_size() == 0)) {
     *job.mutable_metrics() = entry.metrics.Summary();
+  }
   return job;
 }
 
@@ -457,6 +544,13 @@ bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
     w.job_id = job.id();
     w.attempt = job.attempt();
     w.rank = rank;
+    if (job_store_ != nullptr) {
+      if (absl::Status s = job_store_->SaveWorkerKey(w.info.worker_id(), w.key);
+          !s.ok()) {
+        absl::FPrintF(stderr, "coordinator: cannot persist a worker key: %s\n",
+                      s.ToString());
+      }
+    }
     w.info.set_state(v1::WORKER_STATE_STARTING);
     w.info.set_job_id(job.id());
     w.info.set_rank(rank);
@@ -642,9 +736,22 @@ absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(
                      " workers are registered; this coordinator takes at most ",
                      options_.max_workers, " (--max-workers)"));
   }
+  const absl::Time now = absl::Now();
+  v1::RegisterWorkerResponse response;
+  response.set_heartbeat_interval_ms(
+      absl::ToInt64Milliseconds(options_.heartbeat_interval));
+  response.set_heartbeat_timeout_ms(
+      absl::ToInt64Milliseconds(options_.heartbeat_timeout));
+  if (request.has_resume()) {
+    if (WorkerEntry* w = Readopt(request, now)) {
+      response.set_worker_id(w->info.worker_id());
+      response.set_worker_key(w->key);
+      response.set_resumed(true);
+      return response;
+    }
+  }
   const int64_t seq = next_worker_++;
   const std::string id = absl::StrFormat("w%d-%04x", seq, incarnation_);
-  const absl::Time now = absl::Now();
   WorkerEntry& w = workers_[id];
   w.seq = seq;
   w.key = NewWorkerKey();
@@ -659,13 +766,8 @@ absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(
   absl::FPrintF(stderr, "coordinator: worker %s registered from %s\n", id,
                 request.host());
   Schedule();
-  v1::RegisterWorkerResponse response;
   response.set_worker_id(id);
   response.set_worker_key(w.key);
-  response.set_heartbeat_interval_ms(
-      absl::ToInt64Milliseconds(options_.heartbeat_interval));
-  response.set_heartbeat_timeout_ms(
-      absl::ToInt64Milliseconds(options_.heartbeat_timeout));
   return response;
 }
 
@@ -887,8 +989,13 @@ absl::Status Coordinator::ReportMetrics(
   for (const v1::CheckpointCommit& commit : request.checkpoints()) {
     CommitCheckpoint(entry.job, commit);
   }
-  if (request.eval_size() > 0) *entry.job.mutable_metrics() = summary;
-  if (request.eval_size() > 0 || request.checkpoints_size() > 0) {
+  // Evaluations and commits at once, step summaries every 2 s, so that a
+  // restarted coordinator shows recent progress.
+  const absl::Time now = absl::Now();
+  if (request.eval_size() > 0 || request.checkpoints_size() > 0 ||
+      now - entry.metrics_persisted > absl::Seconds(2)) {
+    *entry.job.mutable_metrics() = summary;
+    entry.metrics_persisted = now;
     Persist(entry);
   }
   return absl::OkStatus();
@@ -920,6 +1027,12 @@ absl::Status Coordinator::CompleteTask(const v1::CompleteTaskRequest& request) {
     return absl::OkStatus();
   }
   entry.completed.insert(request.rank());
+  for (v1::AttemptRecord& a : *entry.job.mutable_attempts()) {
+    if (a.attempt() == entry.job.attempt()) {
+      a.add_completed_ranks(request.rank());
+    }
+  }
+  Persist(entry);
   if (entry.joined.insert(request.rank()).second &&
       static_cast<int>(entry.joined.size()) == world) {
     Transition(entry, v1::JOB_STATE_RUNNING,
@@ -983,6 +1096,28 @@ void Coordinator::SweepDeadWorkers(absl::Time now) {
       w.job_id.clear();
     }
     ++it;
+  }
+  // Restored running jobs whose workers did not all come back in time.
+  for (auto& [id, entry] : jobs_) {
+    if (entry.awaiting_reconnect.empty() || now < entry.reconnect_deadline ||
+        entry.job.state() != v1::JOB_STATE_RUNNING) {
+      continue;
+    }
+    std::vector<std::string> missing;
+    for (const v1::RankAssignment& r : entry.job.ranks()) {
+      if (entry.awaiting_reconnect.count(r.worker_id()) > 0) {
+        missing.push_back(absl::StrCat("rank ", r.rank(), " (worker ",
+                                       r.worker_id(), " on host ", r.host(),
+                                       ")"));
+      }
+    }
+    entry.awaiting_reconnect.clear();
+    FailAttempt(entry,
+                absl::StrCat(absl::StrJoin(missing, ", "),
+                             " did not re-register within ",
+                             FormatSeconds(options_.reconnect_grace),
+                             " after the coordinator restarted"),
+                "");
   }
   DetectStalls(now);
   // Restarts whose wait for the old attempt's workers has expired.

@@ -53,6 +53,9 @@ struct CoordinatorOptions {
   // Dataset paths must lie under one of these (see data_roots.h); empty:
   // anywhere.
   std::vector<std::string> data_roots;
+  // After a restart, how long a running job waits for its workers to
+  // re-register.
+  absl::Duration reconnect_grace = absl::Seconds(30);
   // Upper bound for any blocking call (store get/wait, barrier).
   absl::Duration max_wait = absl::Minutes(10);
   // Run the failure detector on a background thread. Tests that drive
@@ -66,8 +69,11 @@ struct CoordinatorOptions {
 class Coordinator {
  public:
   // `store` persists jobs (may be null: nothing persisted). Jobs found in
-  // it are restored: PENDING ones are queued again; RENDEZVOUS/RUNNING ones
-  // are marked FAILED, since their workers are no longer known.
+  // it are restored: PENDING ones are queued again; RUNNING ones keep
+  // running (their data plane does not need the coordinator) and wait
+  // `reconnect_grace` for their workers to re-register with their task
+  // (RegisterWorkerRequest.resume), after which a missing rank fails the
+  // attempt as a dead one would; RENDEZVOUS ones restart their attempt.
   static absl::StatusOr<std::unique_ptr<Coordinator>> Create(
       CoordinatorOptions options, std::unique_ptr<JobStore> store);
   ~Coordinator();
@@ -140,6 +146,11 @@ class Coordinator {
     absl::Time restart_deadline = absl::InfinitePast();
     std::string restart_reason;  // why the last attempt failed
     std::string stall_key;       // the reported stall, without its duration
+    // Restored RUNNING job: ranks' workers not yet re-registered, and until
+    // when they may.
+    std::set<std::string> awaiting_reconnect;
+    absl::Time reconnect_deadline = absl::InfiniteFuture();
+    absl::Time metrics_persisted = absl::InfinitePast();
   };
   struct WorkerEntry {
     v1::WorkerInfo info;
@@ -157,6 +168,11 @@ class Coordinator {
 
   Coordinator(CoordinatorOptions options, std::unique_ptr<JobStore> store);
   absl::Status Restore() ABSL_LOCKS_EXCLUDED(mu_);
+  // RegisterWorker with `resume`: re-adopts the worker under its old id
+  // when its task is the running attempt of a restored job and its key
+  // matches; null otherwise (it then registers afresh).
+  WorkerEntry* Readopt(const v1::RegisterWorkerRequest& request, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DetectorLoop();
 
   absl::StatusOr<JobEntry*> FindJob(const std::string& job_id)
@@ -213,6 +229,8 @@ class Coordinator {
   PortAllocator ports_ ABSL_GUARDED_BY(mu_);
   int64_t next_job_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t next_worker_ ABSL_GUARDED_BY(mu_) = 1;
+  // Keys of workers assigned to jobs before a restart (JobStore).
+  std::map<std::string, std::string> restored_keys_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 
   absl::Notification stop_detector_;

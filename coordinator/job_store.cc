@@ -1,6 +1,7 @@
 #include "coordinator/job_store.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <system_error>
@@ -27,6 +28,10 @@ CREATE TABLE IF NOT EXISTS transitions (
   reason TEXT NOT NULL,
   time_unix_ms INTEGER NOT NULL,
   PRIMARY KEY (job_id, seq)
+);
+CREATE TABLE IF NOT EXISTS worker_keys (
+  worker_id TEXT PRIMARY KEY,
+  key TEXT NOT NULL               -- RegisterWorkerResponse.worker_key
 );
 )sql";
 
@@ -76,6 +81,8 @@ absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(
     return s;
   }
   sqlite3_busy_timeout(db, 5000);
+  // It holds worker keys: owner only.
+  chmod(path.c_str(), 0600);
   std::unique_ptr<SqliteJobStore> store(new SqliteJobStore(db));
   absl::MutexLock lock(&store->mu_);
   for (const char* sql :
@@ -171,6 +178,36 @@ absl::StatusOr<std::vector<v1::Job>> SqliteJobStore::LoadAll() {
   }
   if (rc != SQLITE_DONE) return SqliteError(db_, "load jobs");
   return jobs;
+}
+
+absl::Status SqliteJobStore::SaveWorkerKey(const std::string& worker_id,
+                                           const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  Statement st(db_,
+               "INSERT OR REPLACE INTO worker_keys (worker_id, key) "
+               "VALUES (?, ?);");
+  if (!st.ok()) return SqliteError(db_, "prepare worker key");
+  BindText(st.get(), 1, worker_id);
+  BindText(st.get(), 2, key);
+  if (sqlite3_step(st.get()) != SQLITE_DONE) {
+    return SqliteError(db_, "save worker key");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, std::string>>
+SqliteJobStore::LoadWorkerKeys() {
+  absl::MutexLock lock(&mu_);
+  Statement st(db_, "SELECT worker_id, key FROM worker_keys;");
+  if (!st.ok()) return SqliteError(db_, "prepare worker keys");
+  std::map<std::string, std::string> keys;
+  int rc;
+  while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
+    keys[reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0))] =
+        reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 1));
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, "load worker keys");
+  return keys;
 }
 
 }  // namespace gradsync

@@ -1,10 +1,12 @@
 // JobStore: durable job records. SqliteJobStore keeps them in
-// <state_dir>/gradsync.db (tables `jobs` and `transitions`), so a restarted
-// coordinator still lists past jobs, their transitions and final metrics.
+// <state_dir>/gradsync.db (tables `jobs`, `transitions` and `worker_keys`),
+// so a restarted coordinator still lists past jobs, their transitions and
+// final metrics, and re-adopts the workers of running jobs.
 //
 // SqliteJobStore is thread-safe (one connection behind a mutex).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +29,12 @@ class JobStore {
   virtual absl::Status Save(const v1::Job& job) = 0;
   // Every stored job, oldest first.
   virtual absl::StatusOr<std::vector<v1::Job>> LoadAll() = 0;
+  // The keys of workers assigned to jobs, so that after a restart the
+  // coordinator can tell a worker re-adopting its task from an impostor.
+  virtual absl::Status SaveWorkerKey(const std::string& worker_id,
+                                     const std::string& key) = 0;
+  virtual absl::StatusOr<std::map<std::string, std::string>>
+  LoadWorkerKeys() = 0;
 };
 
 class SqliteJobStore : public JobStore {
@@ -38,6 +46,9 @@ class SqliteJobStore : public JobStore {
 
   absl::Status Save(const v1::Job& job) override;
   absl::StatusOr<std::vector<v1::Job>> LoadAll() override;
+  absl::Status SaveWorkerKey(const std::string& worker_id,
+                             const std::string& key) override;
+  absl::StatusOr<std::map<std::string, std::string>> LoadWorkerKeys() override;
 
  private:
   explicit SqliteJobStore(sqlite3* db) : db_(db) {}

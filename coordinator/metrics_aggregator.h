@@ -24,6 +24,8 @@ class MetricsAggregator {
   void ResetSteps();
 
   v1::JobMetrics Summary() const;
+  // Whether any step was added since construction or ResetSteps().
+  bool has_steps() const { return !ranks_.empty(); }
 
  private:
   struct RankHistory {

@@ -25,6 +25,8 @@ class PortAllocator {
   absl::StatusOr<int> Acquire(const std::string& host,
                               const std::vector<int>& candidates);
   void Release(const std::string& host, int port);
+  // Marks a port in use that was handed out before a restart.
+  void Reserve(const std::string& host, int port) { used_[host].insert(port); }
   size_t InUse(const std::string& host) const;
 
  private:

@@ -35,6 +35,7 @@ struct Agent::Task {
   std::vector<v1::StepMetrics> steps;  // not yet reported
   std::vector<v1::EvalMetrics> evals;
   std::vector<v1::CheckpointCommit> checkpoints;
+  bool metrics_failing = false;  // flusher thread only
   std::thread thread;
 };
 
@@ -71,9 +72,17 @@ void Agent::Stop() {
   if (task_) task_->cancel = true;
 }
 
-absl::Status Agent::Register() {
+absl::Status Agent::Register(const Task* resume, bool* resumed) {
   v1::RegisterWorkerRequest request;
   request.set_host(options_.host);
+  if (resume != nullptr) {
+    v1::ResumeTask* r = request.mutable_resume();
+    r->set_worker_id(resume->worker_id);
+    r->set_worker_key(resume->worker_key);
+    r->set_job_id(resume->assignment.job_id());
+    r->set_attempt(resume->assignment.attempt());
+    r->set_rank(resume->assignment.rank());
+  }
   for (int p : options_.free_ports) request.add_free_ports(p);
   for (const v1::Device& d : DiscoverDevices().cuda) *request.add_devices() = d;
   absl::Duration backoff = absl::Milliseconds(200);
@@ -85,8 +94,14 @@ absl::Status Agent::Register() {
       worker_id_ = response.worker_id();
       worker_key_ = response.worker_key();
       interval_ = absl::Milliseconds(response.heartbeat_interval_ms());
-      Log(absl::StrCat("registered as ", worker_id_, " (host ", options_.host,
-                       ")"));
+      if (resumed != nullptr) *resumed = response.resumed();
+      Log(absl::StrCat(
+          response.resumed() ? "re-registered as " : "registered as ",
+          worker_id_, " (host ", options_.host, ")",
+          response.resumed()
+              ? absl::StrCat(", still running ", resume->assignment.job_id(),
+                             " rank ", resume->assignment.rank())
+              : ""));
       return absl::OkStatus();
     }
     if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
@@ -141,13 +156,27 @@ void Agent::Beat() {
   if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
     Log(absl::StrCat("coordinator no longer knows ", worker_id_, ": ",
                      s.error_message(), "; registering again"));
-    if (task != nullptr) task->cancel = true;
-    (void)Register();
+    const bool running = task != nullptr && !task->cancel;
+    bool resumed = false;
+    (void)Register(running ? task : nullptr, &resumed);
+    if (running && !resumed) {
+      Log(absl::StrCat("the coordinator did not re-adopt ",
+                       task->assignment.job_id(), " rank ",
+                       task->assignment.rank(), "; abandoning it"));
+      task->cancel = true;
+    }
     return;
   }
   if (!s.ok()) {
-    Log(absl::StrCat("heartbeat failed: ", s.error_message()));
+    if (beats_failed_++ == 0) {  // once per outage
+      Log(absl::StrCat("heartbeat failed: ", s.error_message(),
+                       "; training goes on, heartbeats continue"));
+    }
     return;
+  }
+  if (beats_failed_ > 0) {
+    Log(absl::StrCat("heartbeats back after ", beats_failed_, " failed"));
+    beats_failed_ = 0;
   }
   if (response.action() == v1::ACTION_RUN && task == nullptr) {
     StartTask(response.assignment());
@@ -180,13 +209,48 @@ void Agent::StartTask(const v1::Assignment& a) {
   task_->thread = std::thread([this, task] { RunTask(task); });
 }
 
-void Agent::FlushMetrics(Task* task) {
+namespace {
+
+// Errors after which a call is worth repeating: the coordinator is away or
+// restarting (and does not know this worker until it re-registers).
+bool Retryable(grpc::StatusCode code) {
+  return code == grpc::StatusCode::UNAVAILABLE ||
+         code == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         code == grpc::StatusCode::NOT_FOUND;
+}
+
+constexpr size_t kMaxBufferedSteps = 100000;
+
+}  // namespace
+
+grpc::Status Agent::Retry(Task* task, const std::string& what,
+                          const std::function<grpc::Status()>& call) {
+  const absl::Time give_up = absl::Now() + kRetryFor;
+  absl::Duration backoff = absl::Milliseconds(200);
+  grpc::Status s = call();
+  bool logged = false;
+  while (Retryable(s.error_code()) && !task->cancel && absl::Now() < give_up &&
+         !stop_.HasBeenNotified()) {
+    if (!logged) {
+      Log(absl::StrCat(what, ": ", s.error_message(), "; retrying for up to ",
+                       absl::FormatDuration(kRetryFor)));
+      logged = true;
+    }
+    stop_.WaitForNotificationWithTimeout(backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(5));
+    s = call();
+  }
+  if (logged && s.ok()) Log(absl::StrCat(what, ": done after retrying"));
+  return s;
+}
+
+grpc::Status Agent::FlushMetrics(Task* task) {
   v1::ReportMetricsRequest request;
   {
     std::lock_guard<std::mutex> lock(task->metrics_mu);
     if (task->steps.empty() && task->evals.empty() &&
         task->checkpoints.empty()) {
-      return;
+      return grpc::Status::OK;
     }
     for (auto& s : task->steps) *request.add_steps() = std::move(s);
     for (auto& e : task->evals) *request.add_eval() = std::move(e);
@@ -201,7 +265,30 @@ void Agent::FlushMetrics(Task* task) {
   v1::ReportMetricsResponse response;
   grpc::Status s = stub_->ReportMetrics(
       Ctx(absl::Seconds(10), task->worker_key).get(), request, &response);
-  if (!s.ok()) Log(absl::StrCat("metrics not reported: ", s.error_message()));
+  if (s.ok()) {
+    task->metrics_failing = false;
+    return s;
+  }
+  if (!task->metrics_failing) {
+    Log(absl::StrCat("metrics not reported: ", s.error_message(),
+                     Retryable(s.error_code()) ? " (kept; will retry)" : ""));
+    task->metrics_failing = true;
+  }
+  if (!Retryable(s.error_code())) return s;  // the attempt is over
+  // Keep them, oldest first, for the next flush.
+  std::lock_guard<std::mutex> lock(task->metrics_mu);
+  auto requeue = [](auto* from, auto& to) {
+    to.insert(to.begin(), std::make_move_iterator(from->begin()),
+              std::make_move_iterator(from->end()));
+  };
+  requeue(request.mutable_steps(), task->steps);
+  requeue(request.mutable_eval(), task->evals);
+  requeue(request.mutable_checkpoints(), task->checkpoints);
+  if (task->steps.size() > kMaxBufferedSteps) {
+    task->steps.erase(task->steps.begin(),
+                      task->steps.end() - kMaxBufferedSteps);
+  }
+  return s;
 }
 
 void Agent::RunTask(Task* task) {
@@ -215,7 +302,7 @@ void Agent::RunTask(Task* task) {
   std::thread flusher([&] {
     while (
         !flusher_stop.WaitForNotificationWithTimeout(absl::Milliseconds(500))) {
-      FlushMetrics(task);
+      (void)FlushMetrics(task);
     }
   });
   int cuda_device = 0;
@@ -279,8 +366,10 @@ void Agent::RunTask(Task* task) {
       request.set_epoch(epoch);
       request.set_split(eval ? v1::SHARD_SPLIT_EVAL : v1::SHARD_SPLIT_TRAIN);
       v1::GetShardResponse response;
-      grpc::Status s = stub_->GetShard(
-          Ctx(absl::Seconds(30), task->worker_key).get(), request, &response);
+      grpc::Status s = Retry(task, "get shard", [&] {
+        return stub_->GetShard(Ctx(absl::Seconds(30), task->worker_key).get(),
+                               request, &response);
+      });
       if (!s.ok()) {
         absl::Status status = FromGrpcStatus(s);
         return absl::Status(status.code(),
@@ -328,7 +417,8 @@ void Agent::RunTask(Task* task) {
   }
   flusher_stop.Notify();
   flusher.join();
-  FlushMetrics(task);
+  // Every buffered metric reaches the coordinator before the completion.
+  (void)Retry(task, "report metrics", [&] { return FlushMetrics(task); });
   if (!task->cancel) {
     v1::CompleteTaskRequest request;
     request.set_worker_id(task->worker_id);
@@ -343,8 +433,10 @@ void Agent::RunTask(Task* task) {
                                           : ", checkpoint " + result.checkpoint)
                     : status.ToString());
     v1::CompleteTaskResponse response;
-    grpc::Status s = stub_->CompleteTask(
-        Ctx(absl::Seconds(10), task->worker_key).get(), request, &response);
+    grpc::Status s = Retry(task, "complete task", [&] {
+      return stub_->CompleteTask(Ctx(absl::Seconds(10), task->worker_key).get(),
+                                 request, &response);
+    });
     if (!s.ok()) Log(absl::StrCat("complete task: ", s.error_message()));
   }
   Log(absl::StrCat("job ", a.job_id(), " rank ", a.rank(), " finished: ",

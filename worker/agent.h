@@ -7,10 +7,17 @@
 // It sets the torchrun environment names (RANK, WORLD_SIZE, LOCAL_RANK,
 // MASTER_ADDR, MASTER_PORT) for the task and logs them.
 //
+// The task outlives the coordinator: while the coordinator is unreachable
+// training goes on, metrics are buffered, and shard requests and the task's
+// completion are retried with backoff (up to kRetryFor); when a restarted
+// coordinator no longer knows the worker, it registers again with its task
+// and carries on if the coordinator re-adopts it (abandons the task if not).
+//
 // Thread safety: Run() on one thread; Stop() from any thread.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "gradsync/v1/worker_service.grpc.pb.h"
 
 namespace gradsync {
@@ -44,11 +52,21 @@ class Agent {
 
  private:
   struct Task;
-  absl::Status Register();
+  // Registers (with `resume`, the running task, when set); *resumed tells
+  // whether the coordinator re-adopted that task.
+  absl::Status Register(const Task* resume = nullptr, bool* resumed = nullptr);
   void Beat();
   void StartTask(const v1::Assignment& assignment);
   void RunTask(Task* task);
-  void FlushMetrics(Task* task);
+  // Reports the task's buffered metrics; on a retryable error keeps them
+  // for the next call. OK when nothing is left to report.
+  grpc::Status FlushMetrics(Task* task);
+  // `call` until it succeeds, fails for good, the task is cancelled or
+  // kRetryFor passes, with backoff; logs once.
+  grpc::Status Retry(Task* task, const std::string& what,
+                     const std::function<grpc::Status()>& call);
+
+  static constexpr absl::Duration kRetryFor = absl::Minutes(2);
 
   std::shared_ptr<v1::WorkerService::StubInterface> stub_;
   const AgentOptions options_;
@@ -56,6 +74,7 @@ class Agent {
   // keeps its own copy).
   std::string worker_id_;
   std::string worker_key_;
+  int beats_failed_ = 0;  // in a row (Run thread only)
   absl::Duration interval_ = absl::Seconds(1);
   absl::Notification stop_;
   std::mutex mu_;

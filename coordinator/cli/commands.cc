@@ -141,9 +141,6 @@ int Cli::Workers() {
 int Cli::Watch(const std::string& job_id) {
   v1::WatchJobRequest request;
   request.set_job_id(job_id);
-  grpc::ClientContext context;
-  std::unique_ptr<grpc::ClientReaderInterface<v1::JobEvent>> reader =
-      stub_->WatchJob(&context, request);
   WatchView view;
   size_t drawn = 0;  // lines of the live block currently on screen
   absl::Time last_draw = absl::InfinitePast();
@@ -165,24 +162,54 @@ int Cli::Watch(const std::string& job_id) {
     for (const std::string& line : block) out_ << line << "\n";
     out_.flush();
   };
-  v1::JobEvent event;
-  while (reader->Read(&event)) {
-    if (options_.json) {
-      out_ << ToJson(event) << "\n";
-      out_.flush();
-      view.Apply(event);
-      continue;
+  // A coordinator that goes away (a restart) is waited for: the stream is
+  // opened again, with backoff, for up to kReconnectFor; its first event is
+  // the job's current record.
+  constexpr absl::Duration kReconnectFor = absl::Minutes(2);
+  absl::Time unreachable_since = absl::InfiniteFuture();
+  absl::Duration backoff = absl::Milliseconds(250);
+  bool connected = false;  // a wrong address fails at once
+  grpc::Status s;
+  while (true) {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReaderInterface<v1::JobEvent>> reader =
+        stub_->WatchJob(&context, request);
+    v1::JobEvent event;
+    while (reader->Read(&event)) {
+      connected = true;
+      unreachable_since = absl::InfiniteFuture();
+      backoff = absl::Milliseconds(250);
+      if (options_.json) {
+        out_ << ToJson(event) << "\n";
+        out_.flush();
+        view.Apply(event);
+        continue;
+      }
+      std::vector<std::string> log = view.Apply(event);
+      dirty = true;
+      if (!log.empty() && options_.live) {
+        for (size_t i = 0; i < drawn; ++i) out_ << "\x1b[1A\x1b[2K";
+        drawn = 0;
+      }
+      for (const std::string& line : log) out_ << line << "\n";
+      draw(!log.empty());
     }
-    std::vector<std::string> log = view.Apply(event);
-    dirty = true;
-    if (!log.empty() && options_.live) {
-      for (size_t i = 0; i < drawn; ++i) out_ << "\x1b[1A\x1b[2K";
-      drawn = 0;
+    s = reader->Finish();
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE || !connected ||
+        IsTerminal(view.job().state())) {
+      break;
     }
-    for (const std::string& line : log) out_ << line << "\n";
-    draw(!log.empty());
+    const absl::Time now = absl::Now();
+    if (unreachable_since == absl::InfiniteFuture()) {
+      unreachable_since = now;
+      err_ << "gradsync: lost the coordinator (" << s.error_message()
+           << "); reconnecting for up to "
+           << absl::FormatDuration(kReconnectFor) << "\n";
+    }
+    if (now - unreachable_since > kReconnectFor) break;
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(5));
   }
-  grpc::Status s = reader->Finish();
   if (!s.ok()) return Fail(s);
   if (!options_.json) draw(true);
   const v1::JobState state = view.job().state();

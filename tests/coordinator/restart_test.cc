@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 
 #include "absl/time/clock.h"
+#include "coordinator/auth.h"
 #include "test_cluster.h"
 
 namespace gradsync::testing {
@@ -173,6 +175,84 @@ TEST(RestartTest, AStuckSurvivorDoesNotHoldTheRestartPastItsDeadline) {
   EXPECT_EQ(a.world_size(), 1);
   EXPECT_GE(absl::Now() - failed_at, absl::Milliseconds(400));
   EXPECT_EQ(c.Get(job.id()).state(), v1::JOB_STATE_RENDEZVOUS);
+}
+
+}  // namespace
+}  // namespace gradsync::testing
+
+namespace gradsync::testing {
+namespace {
+
+v1::RegisterWorkerResponse Resume(TestCluster& c, const std::string& id,
+                                  const std::string& key,
+                                  const v1::Assignment& task) {
+  v1::RegisterWorkerRequest request;
+  request.set_host("host-a");
+  v1::ResumeTask* r = request.mutable_resume();
+  r->set_worker_id(id);
+  r->set_worker_key(key);
+  r->set_job_id(task.job_id());
+  r->set_attempt(task.attempt());
+  r->set_rank(task.rank());
+  v1::RegisterWorkerResponse response;
+  grpc::Status s = c.workers().RegisterWorker(Ctx().get(), request, &response);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return response;
+}
+
+// A coordinator restarted under a running job keeps it RUNNING and
+// re-adopts workers that come back with their task and key; an impostor
+// without the key gets a fresh identity; a rank that does not come back
+// within the grace fails the attempt (which restarts).
+TEST(CoordinatorRestartTest, RunningJobsWaitForTheirWorkersToReRegister) {
+  const std::string state = UniqueTempDir("restart-state");
+  std::string job_id, key0, key1, id0, id1;
+  v1::Assignment task0, task1;
+  {
+    TestCluster c(absl::Milliseconds(500), state);
+    SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-a");
+    job_id = c.Submit(c.Spec(2)).id();
+    task0 = w0.AwaitAssignment();
+    task1 = w1.AwaitAssignment();
+    id0 = w0.id(), key0 = w0.key(), id1 = w1.id(), key1 = w1.key();
+    ASSERT_EQ(c.Get(job_id).state(), v1::JOB_STATE_RUNNING);
+  }
+  TestCluster c(absl::Milliseconds(500), state);
+  EXPECT_EQ(c.Get(job_id).state(), v1::JOB_STATE_RUNNING);
+  const v1::RegisterWorkerResponse back = Resume(c, id0, key0, task0);
+  EXPECT_TRUE(back.resumed());
+  EXPECT_EQ(back.worker_id(), id0);
+  const v1::RegisterWorkerResponse impostor = Resume(c, id1, key0, task1);
+  EXPECT_FALSE(impostor.resumed());
+  EXPECT_NE(impostor.worker_id(), id1);
+
+  // Rank 1's worker never comes back: after the grace (0.5 s) the attempt
+  // fails naming it; rank 0's worker heartbeats its task meanwhile.
+  v1::HeartbeatRequest hb;
+  hb.set_worker_id(id0);
+  hb.set_state(v1::WORKER_STATE_RUNNING);
+  hb.set_job_id(job_id);
+  hb.set_attempt(task0.attempt());
+  hb.set_rank(task0.rank());
+  v1::Job job;
+  for (int i = 0; i < 100; ++i) {
+    auto ctx = Ctx();
+    ctx->AddMetadata(kWorkerKeyHeader, key0);
+    v1::HeartbeatResponse r;
+    ASSERT_TRUE(c.workers().Heartbeat(ctx.get(), hb, &r).ok());
+    job = c.Get(job_id);
+    if (job.state() != v1::JOB_STATE_RUNNING) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(job.state(), v1::JOB_STATE_PENDING);
+  EXPECT_NE(job.message().find("rank " + std::to_string(task1.rank()) +
+                               " (worker " + id1 +
+                               " on host host-a) did not re-register within "
+                               "0.5 s after the coordinator restarted"),
+            std::string::npos)
+      << job.message();
+  c.Stop();
+  std::filesystem::remove_all(state);
 }
 
 }  // namespace

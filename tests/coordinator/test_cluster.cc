@@ -53,6 +53,7 @@ TestCluster::TestCluster(absl::Duration heartbeat_timeout,
   options.address = "127.0.0.1:0";
   options.state_dir = std::move(state_dir);
   options.coordinator.heartbeat_timeout = heartbeat_timeout;
+  options.coordinator.reconnect_grace = heartbeat_timeout;
   options.coordinator.heartbeat_interval =
       std::min(heartbeat_timeout / 4, absl::Seconds(1));
   auto server = CoordinatorServer::Start(options);

@@ -54,24 +54,14 @@ class Cluster:
             "--user-token", USER_TOKEN, "--worker-token", WORKER_TOKEN]
         if not secure:
             security, self.cli_env, worker_env = [], base, base
-        log = open(os.path.join(work, "coordinator.log"), "w+")
-        self.logs.append(log)
-        coord = subprocess.Popen(
-            [f"{bin_dir}/gradsync-coordinator", "--listen", "127.0.0.1:0",
-             "--state-dir", os.path.join(work, "state"),
-             "--heartbeat-timeout", str(heartbeat_timeout)] + security,
-            stderr=subprocess.PIPE, text=True, env=base)
-        self.procs.append(coord)
-        for line in coord.stderr:
-            log.write(line)
-            m = re.search(r"listening on port (\d+)", line)
-            if m:
-                self.address = f"127.0.0.1:{m.group(1)}"
-                break
-        # Keep draining the coordinator's log.
-        import threading
-        threading.Thread(target=lambda: [log.write(l) for l in coord.stderr],
-                         daemon=True).start()
+        self.coord_log = open(os.path.join(work, "coordinator.log"), "w+")
+        self.logs.append(self.coord_log)
+        self.coord_env = base
+        self.coord_args = [
+            f"{bin_dir}/gradsync-coordinator", "--state-dir",
+            os.path.join(work, "state"), "--heartbeat-timeout",
+            str(heartbeat_timeout)] + security
+        self.coord = self._start_coordinator("127.0.0.1:0")
         self.workers_procs = []
         for i in range(workers):
             wlog = open(os.path.join(work, f"worker{i}.log"), "w+")
@@ -81,6 +71,34 @@ class Cluster:
                  "--log-every", "10"] + list(worker_args), stdout=wlog,
                 stderr=wlog, env=worker_env))
         self.procs += self.workers_procs
+
+    def _start_coordinator(self, listen):
+        coord = subprocess.Popen(self.coord_args + ["--listen", listen],
+                                 stderr=subprocess.PIPE, text=True,
+                                 env=self.coord_env)
+        self.procs.append(coord)
+        for line in coord.stderr:
+            self.coord_log.write(line)
+            m = re.search(r"listening on port (\d+)", line)
+            if m:
+                self.address = f"127.0.0.1:{m.group(1)}"
+                break
+        else:
+            raise AssertionError("the coordinator did not start")
+        # Keep draining the coordinator's log.
+        import threading
+        threading.Thread(
+            target=lambda: [self.coord_log.write(l) for l in coord.stderr],
+            daemon=True).start()
+        return coord
+
+    def restart_coordinator(self, down_s):
+        """Kills the coordinator (SIGKILL, as a crash), waits `down_s` and
+        starts it again on the same port and state directory."""
+        self.coord.kill()
+        self.coord.wait()
+        time.sleep(down_s)
+        self.coord = self._start_coordinator(self.address)
 
     def cli(self, *args, timeout=60, check=True, env=None):
         r = subprocess.run([f"{self.bin}/gradsync", "-c", self.address] +
