@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -119,6 +120,38 @@ absl::Status Agent::Register(const Task* resume, bool* resumed) {
   return absl::CancelledError("stopped");
 }
 
+void Agent::WriteHealth(const char* state) {
+  if (options_.health_file.empty()) return;
+  const std::string tmp = options_.health_file + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << absl::ToUnixMillis(absl::Now()) << ' ' << worker_id_ << ' ' << state
+        << '\n';
+    if (!out) return;  // the next heartbeat tries again
+  }
+  std::rename(tmp.c_str(), options_.health_file.c_str());
+}
+
+absl::StatusOr<std::string> CheckWorkerHealth(const std::string& file,
+                                              absl::Duration max_age) {
+  std::ifstream in(file);
+  int64_t written_ms = 0;
+  std::string worker_id, state;
+  if (!(in >> written_ms >> worker_id >> state)) {
+    return absl::NotFoundError(absl::StrCat("no heartbeat answered yet (", file,
+                                            " missing or empty)"));
+  }
+  const absl::Duration age = absl::Now() - absl::FromUnixMillis(written_ms);
+  const std::string what = absl::StrCat(
+      "worker ", worker_id, " (", state, "): last heartbeat answered ",
+      absl::FormatDuration(absl::Trunc(age, absl::Milliseconds(100))), " ago");
+  if (age > max_age) {
+    return absl::UnavailableError(
+        absl::StrCat(what, ", more than ", absl::FormatDuration(max_age)));
+  }
+  return what;
+}
+
 absl::Status Agent::Run() {
   if (absl::Status s = Register(); !s.ok()) return s;
   while (!stop_.WaitForNotificationWithTimeout(interval_)) Beat();
@@ -178,6 +211,7 @@ void Agent::Beat() {
     Log(absl::StrCat("heartbeats back after ", beats_failed_, " failed"));
     beats_failed_ = 0;
   }
+  WriteHealth(task != nullptr ? "running" : "idle");
   if (response.action() == v1::ACTION_RUN && task == nullptr) {
     StartTask(response.assignment());
   } else if (response.action() == v1::ACTION_STOP && task != nullptr &&

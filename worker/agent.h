@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "gradsync/v1/worker_service.grpc.pb.h"
@@ -38,7 +39,17 @@ struct AgentOptions {
   // When set, each task appends its trained batches' sample indices to
   // <dir>/<job>-a<attempt>-r<rank>.trace (see TrainContext::sample_trace).
   std::string sample_trace_dir;
+  // When set, rewritten after every answered heartbeat with
+  // "<unix ms> <worker id> <state>" (container health checks read it:
+  // CheckWorkerHealth).
+  std::string health_file;
 };
+
+// Reads a health file the agent writes; OK (saying which worker and how
+// fresh) when it was written within `max_age`, UNAVAILABLE (stale) or
+// NOT_FOUND (no file yet) otherwise.
+absl::StatusOr<std::string> CheckWorkerHealth(const std::string& file,
+                                              absl::Duration max_age);
 
 class Agent {
  public:
@@ -56,6 +67,7 @@ class Agent {
   // whether the coordinator re-adopted that task.
   absl::Status Register(const Task* resume = nullptr, bool* resumed = nullptr);
   void Beat();
+  void WriteHealth(const char* state);
   void StartTask(const v1::Assignment& assignment);
   void RunTask(Task* task);
   // Reports the task's buffered metrics; on a retryable error keeps them

@@ -41,7 +41,32 @@ int main(int argc, char** argv) {
                  "append every trained batch's sample indices to files here "
                  "(for exactly-once checks)")
       ->envname("GRADSYNC_SAMPLE_TRACE_DIR");
+  app.add_option("--health-file", options.health_file,
+                 "rewrite this file after every answered heartbeat")
+      ->envname("GRADSYNC_WORKER_HEALTH_FILE");
+  bool check_health = false;
+  double health_max_age_s = 15;
+  app.add_flag("--check-health", check_health,
+               "exit 0 if the agent writing --health-file heard from the "
+               "coordinator within --health-max-age (a container health "
+               "check), 1 otherwise");
+  app.add_option("--health-max-age", health_max_age_s, "seconds")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (check_health) {
+    if (options.health_file.empty()) {
+      std::fprintf(stderr,
+                   "gradsync-worker: --check-health needs "
+                   "--health-file or GRADSYNC_WORKER_HEALTH_FILE\n");
+      return 2;
+    }
+    absl::StatusOr<std::string> health = gradsync::CheckWorkerHealth(
+        options.health_file, absl::Seconds(health_max_age_s));
+    std::fprintf(health.ok() ? stdout : stderr, "%s\n",
+                 health.ok() ? health->c_str()
+                             : std::string(health.status().message()).c_str());
+    return health.ok() ? 0 : 1;
+  }
   absl::StatusOr<std::string> worker_token = token.Load();
   if (!worker_token.ok()) {
     std::fprintf(stderr, "gradsync-worker: %s\n",

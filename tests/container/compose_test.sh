@@ -16,8 +16,9 @@
 #     build/container-test/) or, with GRADSYNC_TEST_DATA=container or when no
 #     host CLI exists, lets the compose file's fetch-data service download it.
 #  4. Brings up deploy/docker-compose.yml (coordinator + 2 workers) with its
-#     port published on 127.0.0.1:$GRADSYNC_TEST_PORT and a short heartbeat
-#     timeout; checks the health checks.
+#     port published on 127.0.0.1:$GRADSYNC_TEST_PORT, a short heartbeat
+#     timeout and both tokens set (GRADSYNC_TOKEN, GRADSYNC_WORKER_TOKEN);
+#     checks the health checks and that a tokenless CLI is refused.
 #  5. Job 1: fashion_cnn, 1 epoch on the real data, 2 ranks, submitted with the
 #     CLI through the published port; must reach SUCCEEDED before its deadline
 #     with test accuracy >= GRADSYNC_TEST_MIN_ACCURACY and metrics from rank 0
@@ -42,6 +43,10 @@ START=$(date +%s)
 
 PROJECT=${GRADSYNC_TEST_PROJECT:-gradsync-ctest}
 PORT=${GRADSYNC_TEST_PORT:-50151}
+# Tokens on, as a shared deployment runs: compose hands them to the
+# coordinator and the workers; the CLI below sends the user token.
+export GRADSYNC_TOKEN="ctest-user-$$-$RANDOM"
+export GRADSYNC_WORKER_TOKEN="ctest-worker-$$-$RANDOM"
 HB_TIMEOUT=${GRADSYNC_TEST_HEARTBEAT_TIMEOUT:-5}
 MIN_ACCURACY=${GRADSYNC_TEST_MIN_ACCURACY:-0.85}
 DATA_MODE=${GRADSYNC_TEST_DATA:-auto}
@@ -88,8 +93,8 @@ containers() {
 if [ -x build/bin/gradsync ]; then
   cli() { build/bin/gradsync -c "127.0.0.1:$PORT" "$@"; }
 else
-  cli() { "${ENGINE[@]}" run --rm --network host --no-healthcheck "$IMAGE" \
-            gradsync -c "127.0.0.1:$PORT" "$@"; }
+  cli() { "${ENGINE[@]}" run --rm --network host --no-healthcheck \
+            -e GRADSYNC_TOKEN "$IMAGE" gradsync -c "127.0.0.1:$PORT" "$@"; }
 fi
 
 # ---- teardown and diagnostics ------------------------------------------------
@@ -216,6 +221,12 @@ log "fetch-data: $("${ENGINE[@]}" logs "$(containers fetch-data | head -1)" 2>&1
 
 coordinator_answers() { cli --timeout 2 list >/dev/null 2>&1; }
 wait_for 60 "the coordinator on 127.0.0.1:$PORT" coordinator_answers
+if refused=$(GRADSYNC_TOKEN= cli --timeout 5 list 2>&1); then
+  fail "a CLI without the user token was let in: $refused"
+fi
+echo "$refused" | grep -q UNAUTHENTICATED \
+  || fail "expected UNAUTHENTICATED without a token, got: $refused"
+log "tokens on: a tokenless CLI is refused ($refused)"
 idle_workers() {
   cli --json workers | json 'sum(w["state"] == "WORKER_STATE_IDLE" for w in d.get("workers", []))'
 }
