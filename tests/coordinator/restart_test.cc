@@ -257,3 +257,37 @@ TEST(CoordinatorRestartTest, RunningJobsWaitForTheirWorkersToReRegister) {
 
 }  // namespace
 }  // namespace gradsync::testing
+
+namespace gradsync::testing {
+namespace {
+
+// Cancel while a restart waits for the failed attempt's workers: the job
+// ends CANCELLED, no new attempt starts, and every worker ends idle and
+// takes the next job.
+TEST(RestartTest, CancelDuringARestartLeavesEveryWorkerIdleAndReusable) {
+  TestCluster c;
+  SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-a");
+  v1::Job job = c.Submit(c.Spec(2));
+  const int port = w0.AwaitAssignment().master_port();
+  w1.AwaitAssignment();
+  ASSERT_TRUE(w1.Complete(false, "boom").ok());
+  ASSERT_EQ(c.Get(job.id()).state(), v1::JOB_STATE_PENDING);
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(job.id());
+  v1::Job cancelled;
+  ASSERT_TRUE(c.jobs().CancelJob(Ctx().get(), cancel, &cancelled).ok());
+  EXPECT_EQ(cancelled.state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(cancelled.attempts_size(), 1);  // no second attempt started
+  StopAndIdle(w0);
+  v1::HeartbeatResponse r;
+  ASSERT_TRUE(w1.Heartbeat(&r).ok());
+  EXPECT_EQ(r.action(), v1::ACTION_NONE);
+  v1::Job next = c.Submit(c.Spec(2));
+  EXPECT_EQ(w0.AwaitAssignment().job_id(), next.id());
+  EXPECT_EQ(w1.AwaitAssignment().job_id(), next.id());
+  // The failed attempt's data-plane port was released for reuse.
+  EXPECT_EQ(c.Get(next.id()).master_port(), port);
+}
+
+}  // namespace
+}  // namespace gradsync::testing
