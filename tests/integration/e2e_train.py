@@ -145,6 +145,39 @@ class Cluster:
             print("".join(log.readlines()[-30:]))
 
 
+def threads(pid):
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return f.read().split()
+    except FileNotFoundError:
+        return []
+
+
+def listening_ports():
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A":  # LISTEN
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def wait_until(predicate, deadline_s):
+    end = time.time() + deadline_s
+    while time.time() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    return None
+
+
 def make_subset(full, subset, train_per_class=200, test_per_class=50):
     for split, n in (("train", train_per_class), ("test", test_per_class)):
         for cls in sorted(os.listdir(os.path.join(full, split))):
@@ -303,7 +336,10 @@ def main():
               f"{100 * evals[-1]['accuracy']:.2f}%")
         assert os.listdir(ckpt + "-resumed") == ["model-step-40.pt"]
 
-        # 2. Cancel while RUNNING: workers become idle and are reusable.
+        # 2. Cancel while RUNNING: workers become idle and are reusable,
+        # with no thread, child process or listening port left behind.
+        cluster.wait_workers("WORKER_STATE_IDLE", deadline_s=30)
+        baseline = {p.pid: threads(p.pid) for p in cluster.workers_procs}
         long = json.loads(cluster.cli(
             "--json", "submit", "--name", "long", "--dataset", subset,
             "--model", "fashion_cnn", "--epochs", "50", "--batch-size", "50",
@@ -322,6 +358,18 @@ def main():
         t0 = time.time()
         cluster.wait_workers("WORKER_STATE_IDLE", deadline_s=30)
         print(f"e2e: workers idle {time.time() - t0:.1f}s after cancel")
+        port = int(cancelled["master_port"])
+        after = wait_until(
+            lambda: {pid: threads(pid) for pid in baseline}
+            if all(threads(pid) <= n + 2 for pid, n in baseline.items())
+            and port not in listening_ports() else None, 10)
+        assert after, (f"threads {baseline} -> "
+                       f"{ {pid: threads(pid) for pid in baseline} }, port "
+                       f"{port} listening: {port in listening_ports()}")
+        assert not any(children(pid) for pid in baseline), "orphan processes"
+        print(f"e2e: after the cancel each worker is back to its idle thread "
+              f"count ({baseline} -> {after}), has no child process, and the "
+              f"job's port {port} is closed")
         again = json.loads(cluster.cli(
             "--json", "submit", "--name", "again", "--dataset", subset,
             "--model", "mlp", "--epochs", "1", "--batch-size", "100",
