@@ -19,7 +19,7 @@ BUILD_PACKAGES=(
   build-essential cmake pkg-config ca-certificates
   # control plane
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev libsqlite3-dev grpc-proto libcli11-dev
+  libabsl-dev libsqlite3-dev grpc-proto libcli11-dev libssl-dev
   # data plane
   libtorch-dev libgloo-dev libopencv-dev libturbojpeg0-dev
 )
