@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "coordinator/grpc_status.h"
+#include "coordinator/snapshot_rpc.h"
 
 namespace gradsync {
 grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* context,
@@ -89,6 +90,37 @@ grpc::Status JobServiceImpl::ListWorkers(grpc::ServerContext* context,
     *response->add_workers() = std::move(w);
   }
   return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::ListSnapshots(
+    grpc::ServerContext* context, const v1::ListSnapshotsRequest* request,
+    v1::ListSnapshotsResponse* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
+  if (absl::StatusOr<v1::Job> job = coordinator_->GetJob(request->job_id());
+      !job.ok()) {
+    return ToGrpcStatus(job.status());
+  }
+  for (const SnapshotInfo& info : snapshots_->List(request->job_id())) {
+    *response->add_snapshots() = ToMeta(info);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::PullSnapshot(
+    grpc::ServerContext* context, const v1::PullSnapshotRequest* request,
+    grpc::ServerWriter<v1::SnapshotChunk>* writer) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
+  if (absl::StatusOr<v1::Job> job = coordinator_->GetJob(request->job_id());
+      !job.ok()) {
+    return ToGrpcStatus(job.status());
+  }
+  return SendSnapshot(request->job_id(),
+                      request->has_step() ? request->step() : -1, *snapshots_,
+                      writer);
 }
 
 }  // namespace gradsync

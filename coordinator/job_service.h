@@ -5,6 +5,7 @@
 
 #include "coordinator/auth.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/snapshot_store.h"
 #include "gradsync/v1/job_service.grpc.pb.h"
 
 namespace gradsync {
@@ -13,8 +14,10 @@ class JobServiceImpl final : public v1::JobService::Service {
  public:
   // Every call is first checked against `auth` (see auth.h); both must
   // outlive the service.
-  JobServiceImpl(Coordinator* coordinator, const Authenticator* auth)
-      : coordinator_(coordinator), auth_(auth) {}
+  // Users read model snapshots from `snapshots`.
+  JobServiceImpl(Coordinator* coordinator, const Authenticator* auth,
+                 SnapshotStore* snapshots)
+      : coordinator_(coordinator), auth_(auth), snapshots_(snapshots) {}
 
   grpc::Status SubmitJob(grpc::ServerContext* context,
                          const v1::SubmitJobRequest* request,
@@ -34,10 +37,17 @@ class JobServiceImpl final : public v1::JobService::Service {
   grpc::Status ListWorkers(grpc::ServerContext* context,
                            const v1::ListWorkersRequest* request,
                            v1::ListWorkersResponse* response) override;
+  grpc::Status ListSnapshots(grpc::ServerContext* context,
+                             const v1::ListSnapshotsRequest* request,
+                             v1::ListSnapshotsResponse* response) override;
+  grpc::Status PullSnapshot(
+      grpc::ServerContext* context, const v1::PullSnapshotRequest* request,
+      grpc::ServerWriter<v1::SnapshotChunk>* writer) override;
 
  private:
   Coordinator* const coordinator_;
   const Authenticator* const auth_;
+  SnapshotStore* const snapshots_;
 };
 
 }  // namespace gradsync

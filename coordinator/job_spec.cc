@@ -57,6 +57,8 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
     spec->set_grad_accumulation_steps(1);
   if (spec->bucket_cap_bytes() == 0) spec->set_bucket_cap_bytes(25 << 20);
   if (!spec->has_max_restarts()) spec->set_max_restarts(3);
+  if (spec->snapshot_keep_last() == 0) spec->set_snapshot_keep_last(3);
+  if (!spec->has_snapshot_keep_best()) spec->set_snapshot_keep_best(true);
 }
 
 absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
@@ -162,6 +164,11 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
     return Invalid(
         "bucket_cap_bytes",
         absl::StrCat("must be >= 1024 (got ", spec.bucket_cap_bytes(), ")"));
+  }
+  if (spec.snapshot_keep_last() < 1 || spec.snapshot_keep_last() > 1000) {
+    return Invalid("snapshot_keep_last",
+                   absl::StrCat("must be in [1, 1000] (got ",
+                                spec.snapshot_keep_last(), ")"));
   }
   if (spec.max_restarts() < 0 || spec.max_restarts() > 1000) {
     return Invalid("max_restarts", absl::StrCat("must be in [0, 1000] (got ",

@@ -53,6 +53,10 @@ int main(int argc, char** argv) {
                  "default: anywhere)")
       ->envname("GRADSYNC_DATA_ROOTS")
       ->delimiter(',');
+  app.add_option("--max-snapshot-bytes", options.max_snapshot_bytes,
+                 "largest model snapshot accepted")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--max-message-bytes", options.max_receive_message_bytes,
                  "largest request accepted")
       ->check(CLI::PositiveNumber)

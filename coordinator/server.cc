@@ -2,8 +2,11 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 
@@ -27,15 +30,31 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     store = std::move(*sqlite);
   }
   std::unique_ptr<CoordinatorServer> s(new CoordinatorServer());
+  // Snapshots live with the state; without a state directory, in a
+  // temporary one that goes with the server.
+  std::string snapshot_dir = options.state_dir + "/snapshots";
+  if (options.state_dir.empty()) {
+    static std::atomic<int> servers{0};
+    snapshot_dir =
+        (std::filesystem::temp_directory_path() /
+         absl::StrCat("gradsync-snapshots-", getpid(), "-", servers++))
+            .string();
+    s->snapshot_tmp_dir_ = snapshot_dir;
+  }
+  absl::StatusOr<std::unique_ptr<SnapshotStore>> snapshots =
+      SnapshotStore::Open(snapshot_dir, SnapshotRetention());
+  if (!snapshots.ok()) return snapshots.status();
+  s->snapshots_ = std::move(*snapshots);
   absl::StatusOr<std::unique_ptr<Coordinator>> coordinator =
       Coordinator::Create(options.coordinator, std::move(store));
   if (!coordinator.ok()) return coordinator.status();
   s->coordinator_ = std::move(*coordinator);
   s->auth_ = std::make_unique<Authenticator>(options.auth);
-  s->job_service_ =
-      std::make_unique<JobServiceImpl>(s->coordinator_.get(), s->auth_.get());
+  s->job_service_ = std::make_unique<JobServiceImpl>(
+      s->coordinator_.get(), s->auth_.get(), s->snapshots_.get());
   s->worker_service_ = std::make_unique<WorkerServiceImpl>(
-      s->coordinator_.get(), s->auth_.get());
+      s->coordinator_.get(), s->auth_.get(), s->snapshots_.get(),
+      options.max_snapshot_bytes);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -57,7 +76,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   return s;
 }
 
-CoordinatorServer::~CoordinatorServer() { Shutdown(); }
+CoordinatorServer::~CoordinatorServer() {
+  Shutdown();
+  if (!snapshot_tmp_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(snapshot_tmp_dir_, ec);
+  }
+}
 
 std::string CoordinatorServer::local_address() const {
   return absl::StrCat("localhost:", port_);

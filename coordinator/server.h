@@ -15,6 +15,7 @@
 #include "coordinator/auth.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/job_service.h"
+#include "coordinator/snapshot_store.h"
 #include "coordinator/tls.h"
 #include "coordinator/worker_service.h"
 
@@ -26,6 +27,7 @@ struct ServerOptions {
   // Requests larger than this are rejected with RESOURCE_EXHAUSTED.
   int max_receive_message_bytes = 4 << 20;
   int max_send_message_bytes = 64 << 20;
+  int64_t max_snapshot_bytes = int64_t{4} << 30;  // one model snapshot
   CoordinatorOptions coordinator;
   AuthTokens auth;     // empty tokens: no authentication (see auth.h)
   ServerTlsFiles tls;  // empty: plaintext (see tls.h)
@@ -49,6 +51,8 @@ class CoordinatorServer {
  private:
   CoordinatorServer() = default;
 
+  std::unique_ptr<SnapshotStore> snapshots_;
+  std::string snapshot_tmp_dir_;  // removed at destruction (no state dir)
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<JobServiceImpl> job_service_;

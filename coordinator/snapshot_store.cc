@@ -127,6 +127,12 @@ absl::Status SnapshotStore::WriteIndex() {
 
 absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> SnapshotStore::Begin(
     SnapshotInfo info, int64_t max_bytes) {
+  return Begin(std::move(info), max_bytes, retention_);
+}
+
+absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> SnapshotStore::Begin(
+    SnapshotInfo info, int64_t max_bytes, SnapshotRetention retention) {
+  if (retention.keep_last < 1) retention.keep_last = 1;
   if (info.job_id.empty()) {
     return absl::InvalidArgumentError("snapshot upload: job_id is required");
   }
@@ -150,7 +156,8 @@ absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> SnapshotStore::Begin(
   if (fd < 0) {
     return absl::InternalError(absl::StrCat("cannot create ", tmp));
   }
-  return std::unique_ptr<Upload>(new Upload(this, std::move(info), tmp, fd));
+  return std::unique_ptr<Upload>(
+      new Upload(this, std::move(info), retention, tmp, fd));
 }
 
 SnapshotStore::Upload::~Upload() {
@@ -211,13 +218,15 @@ absl::StatusOr<SnapshotInfo> SnapshotStore::Upload::Commit(
   }
   info_.sha256 = actual;
   done_ = true;
-  absl::StatusOr<SnapshotInfo> published = store_->Publish(info_, tmp_);
+  absl::StatusOr<SnapshotInfo> published =
+      store_->Publish(info_, tmp_, retention_);
   if (!published.ok()) std::remove(tmp_.c_str());
   return published;
 }
 
 absl::StatusOr<SnapshotInfo> SnapshotStore::Publish(
-    SnapshotInfo info, const std::string& tmp_path) {
+    SnapshotInfo info, const std::string& tmp_path,
+    const SnapshotRetention& retention) {
   info.created_unix_ms = absl::ToUnixMillis(absl::Now());
   absl::MutexLock lock(&mu_);
   const std::string path = PathOf(info);
@@ -232,12 +241,13 @@ absl::StatusOr<SnapshotInfo> SnapshotStore::Publish(
                               }),
                index_.end());
   index_.push_back(info);
-  Prune(info.job_id);
+  Prune(info.job_id, retention);
   if (absl::Status s = WriteIndex(); !s.ok()) return s;
   return info;
 }
 
-void SnapshotStore::Prune(const std::string& job_id) {
+void SnapshotStore::Prune(const std::string& job_id,
+                          const SnapshotRetention& retention) {
   std::vector<const SnapshotInfo*> mine;
   for (const SnapshotInfo& i : index_) {
     if (i.job_id == job_id) mine.push_back(&i);
@@ -248,7 +258,7 @@ void SnapshotStore::Prune(const std::string& job_id) {
             });
   std::set<std::pair<std::string, int64_t>> keep;
   for (size_t i = 0;
-       i < mine.size() && i < static_cast<size_t>(retention_.keep_last); ++i) {
+       i < mine.size() && i < static_cast<size_t>(retention.keep_last); ++i) {
     keep.insert({job_id, mine[i]->step});
   }
   const SnapshotInfo* best = nullptr;
@@ -257,7 +267,7 @@ void SnapshotStore::Prune(const std::string& job_id) {
       best = i;
     }
   }
-  if (retention_.keep_best && best != nullptr) {
+  if (retention.keep_best && best != nullptr) {
     keep.insert({job_id, best->step});
   }
   std::vector<SnapshotInfo> dropped;

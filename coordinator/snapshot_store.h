@@ -70,27 +70,33 @@ class SnapshotStore {
 
    private:
     friend class SnapshotStore;
-    Upload(SnapshotStore* store, SnapshotInfo info, std::string tmp_path,
-           int fd)
+    Upload(SnapshotStore* store, SnapshotInfo info, SnapshotRetention retention,
+           std::string tmp_path, int fd)
         : store_(store),
           info_(std::move(info)),
+          retention_(retention),
           tmp_(std::move(tmp_path)),
           fd_(fd) {}
     void Discard();
 
     SnapshotStore* store_;
     SnapshotInfo info_;  // size = declared total
+    const SnapshotRetention retention_;
     std::string tmp_;
     int fd_;
     int64_t written_ = 0;
     bool done_ = false;
   };
 
-  // Starts an upload of `info.size` bytes for (job, step); `info.sha256`
-  // and `created_unix_ms` are ignored. INVALID_ARGUMENT for an empty job
-  // id, a negative step or a size outside (0, max_bytes].
+  // Starts an upload of `info.size` bytes for (job, step), whose commit
+  // prunes the job under `retention` (default: the store's);
+  // `info.sha256` and `created_unix_ms` are ignored. INVALID_ARGUMENT for
+  // an empty job id, a negative step or a size outside (0, max_bytes].
   absl::StatusOr<std::unique_ptr<Upload>> Begin(SnapshotInfo info,
                                                 int64_t max_bytes);
+  absl::StatusOr<std::unique_ptr<Upload>> Begin(SnapshotInfo info,
+                                                int64_t max_bytes,
+                                                SnapshotRetention retention);
 
   // A job's snapshots, oldest step first.
   std::vector<SnapshotInfo> List(const std::string& job_id);
@@ -108,9 +114,11 @@ class SnapshotStore {
   absl::Status LoadIndex() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteIndex() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies the retention policy to `job_id`, deleting unreferenced files.
-  void Prune(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Prune(const std::string& job_id, const SnapshotRetention& retention)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<SnapshotInfo> Publish(SnapshotInfo info,
-                                       const std::string& tmp_path);
+                                       const std::string& tmp_path,
+                                       const SnapshotRetention& retention);
 
   const std::string dir_;
   const SnapshotRetention retention_;

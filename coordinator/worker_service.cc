@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "coordinator/grpc_status.h"
+#include "coordinator/snapshot_rpc.h"
 
 namespace gradsync {
 namespace {
@@ -193,6 +194,42 @@ grpc::Status WorkerServiceImpl::Barrier(grpc::ServerContext* context,
       (*barriers)->Arrive(request->name(), request->rank(),
                           WaitDeadline(*context, request->timeout_ms(),
                                        coordinator_->options().max_wait)));
+}
+
+grpc::Status WorkerServiceImpl::UploadSnapshot(
+    grpc::ServerContext* context, grpc::ServerReader<v1::SnapshotChunk>* reader,
+    v1::SnapshotMeta* response) {
+  v1::SnapshotChunk first;
+  if (!reader->Read(&first)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "snapshot upload: no chunk");
+  }
+  // Only rank 0 of the job's current attempt uploads.
+  if (grpc::Status s = Authorize(*context, first.worker_id(),
+                                 first.meta().job_id(), first.attempt(), 0);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<v1::Job> job = coordinator_->GetJob(first.meta().job_id());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  SnapshotRetention retention;
+  retention.keep_last = job->spec().snapshot_keep_last();
+  retention.keep_best = job->spec().snapshot_keep_best();
+  return ReceiveSnapshot(first, reader, *snapshots_, retention,
+                         max_snapshot_bytes_, response);
+}
+
+grpc::Status WorkerServiceImpl::DownloadSnapshot(
+    grpc::ServerContext* context, const v1::PullSnapshotRequest* request,
+    grpc::ServerWriter<v1::SnapshotChunk>* writer) {
+  if (grpc::Status s = Authorize(*context, request->worker_id(),
+                                 request->job_id(), request->attempt(), -1);
+      !s.ok()) {
+    return s;
+  }
+  return SendSnapshot(request->job_id(),
+                      request->has_step() ? request->step() : -1, *snapshots_,
+                      writer);
 }
 
 }  // namespace gradsync

@@ -5,6 +5,7 @@
 
 #include "coordinator/auth.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/snapshot_store.h"
 #include "gradsync/v1/worker_service.grpc.pb.h"
 
 namespace gradsync {
@@ -14,8 +15,13 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
   // Every call is first checked against `auth` (see auth.h), and every call
   // but RegisterWorker against the caller's worker key and assignment
   // (Coordinator::AuthorizeWorker); both must outlive the service.
-  WorkerServiceImpl(Coordinator* coordinator, const Authenticator* auth)
-      : coordinator_(coordinator), auth_(auth) {}
+  // Snapshots go to `snapshots` (at most `max_snapshot_bytes` each).
+  WorkerServiceImpl(Coordinator* coordinator, const Authenticator* auth,
+                    SnapshotStore* snapshots, int64_t max_snapshot_bytes)
+      : coordinator_(coordinator),
+        auth_(auth),
+        snapshots_(snapshots),
+        max_snapshot_bytes_(max_snapshot_bytes) {}
 
   grpc::Status RegisterWorker(grpc::ServerContext* context,
                               const v1::RegisterWorkerRequest* request,
@@ -48,6 +54,13 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
                        const v1::BarrierRequest* request,
                        v1::BarrierResponse* response) override;
 
+  grpc::Status UploadSnapshot(grpc::ServerContext* context,
+                              grpc::ServerReader<v1::SnapshotChunk>* reader,
+                              v1::SnapshotMeta* response) override;
+  grpc::Status DownloadSnapshot(
+      grpc::ServerContext* context, const v1::PullSnapshotRequest* request,
+      grpc::ServerWriter<v1::SnapshotChunk>* writer) override;
+
  private:
   // The worker token, then the worker key and assignment (rank < 0: any).
   grpc::Status Authorize(const grpc::ServerContext& context,
@@ -57,6 +70,8 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
 
   Coordinator* const coordinator_;
   const Authenticator* const auth_;
+  SnapshotStore* const snapshots_;
+  const int64_t max_snapshot_bytes_;
 };
 
 }  // namespace gradsync

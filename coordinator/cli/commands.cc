@@ -3,16 +3,20 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <ostream>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "coordinator/cli/format.h"
 #include "coordinator/cli/watch_view.h"
 #include "coordinator/client_channel.h"
 #include "coordinator/job_state.h"
+#include "coordinator/snapshot_store.h"
 
 namespace gradsync::cli {
 namespace {
@@ -134,6 +138,80 @@ int Cli::Workers() {
     std::vector<v1::WorkerInfo> workers(response.workers().begin(),
                                         response.workers().end());
     out_ << FormatWorkerTable(workers, NowMs());
+  }
+  return 0;
+}
+
+int Cli::ModelList(const std::string& job_id) {
+  v1::ListSnapshotsRequest request;
+  request.set_job_id(job_id);
+  v1::ListSnapshotsResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  grpc::Status s = stub_->ListSnapshots(&context, request, &response);
+  if (!s.ok()) return Fail(s);
+  if (options_.json) {
+    out_ << ToJson(response) << "\n";
+  } else if (response.snapshots_size() == 0) {
+    out_ << job_id << " has no snapshots yet\n";
+  } else {
+    out_ << FormatSnapshotTable(
+        {response.snapshots().begin(), response.snapshots().end()}, NowMs());
+  }
+  return 0;
+}
+
+int Cli::ModelPull(const std::string& job_id, int64_t step, bool has_step,
+                   const std::string& out_file) {
+  v1::PullSnapshotRequest request;
+  request.set_job_id(job_id);
+  request.set_step(step);
+  request.set_has_step(has_step);
+  grpc::ClientContext context;  // no deadline: a large model takes a while
+  auto reader = stub_->PullSnapshot(&context, request);
+  v1::SnapshotMeta meta;
+  std::string data;
+  v1::SnapshotChunk chunk;
+  while (reader->Read(&chunk)) {
+    if (chunk.has_meta()) meta = chunk.meta();
+    if (chunk.offset() != static_cast<int64_t>(data.size())) {
+      context.TryCancel();
+      err_ << "gradsync: the coordinator sent a chunk at byte "
+           << chunk.offset() << ", expected " << data.size() << "\n";
+      return 1;
+    }
+    data += chunk.data();
+  }
+  grpc::Status s = reader->Finish();
+  if (!s.ok()) return Fail(s);
+  if (static_cast<int64_t>(data.size()) != meta.size_bytes() ||
+      Sha256Hex(data) != meta.sha256()) {
+    err_ << "gradsync: DATA_LOSS: the snapshot arrived damaged (size or "
+            "checksum differ); nothing written\n";
+    return 1;
+  }
+  const std::string tmp = out_file + ".part";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out.flush()) {
+      err_ << "gradsync: cannot write " << tmp << "\n";
+      std::remove(tmp.c_str());
+      return 1;
+    }
+  }
+  if (std::rename(tmp.c_str(), out_file.c_str()) != 0) {
+    err_ << "gradsync: cannot write " << out_file << "\n";
+    std::remove(tmp.c_str());
+    return 1;
+  }
+  if (options_.json) {
+    out_ << ToJson(meta) << "\n";
+  } else {
+    out_ << "wrote " << out_file << ": " << job_id << " step " << meta.step()
+         << " (epoch " << meta.epoch() << ", "
+         << absl::StrFormat("%.1f MB", meta.size_bytes() / 1e6) << ", sha256 "
+         << meta.sha256().substr(0, 12) << ")\n";
   }
   return 0;
 }

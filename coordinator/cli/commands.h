@@ -34,6 +34,12 @@ class Cli {
   int Watch(const std::string& job_id);
   int Cancel(const std::string& job_id, const std::string& reason);
   int Workers();
+  // `gradsync model list JOB`: the coordinator's snapshots of a job.
+  int ModelList(const std::string& job_id);
+  // `gradsync model pull JOB [--step N] -o FILE`: the snapshot of step N
+  // (default: the latest), checksum verified, written atomically to FILE.
+  int ModelPull(const std::string& job_id, int64_t step, bool has_step,
+                const std::string& out_file);
 
  private:
   void SetDeadline(grpc::ClientContext* context) const;

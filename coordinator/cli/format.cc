@@ -211,6 +211,22 @@ std::string FormatJobDetail(const v1::Job& job, int64_t now_ms) {
   return out;
 }
 
+std::string FormatSnapshotTable(const std::vector<v1::SnapshotMeta>& snapshots,
+                                int64_t now_ms) {
+  std::vector<std::vector<std::string>> rows = {
+      {"STEP", "EPOCH", "ACCURACY", "SIZE", "AGE", "SHA256"}};
+  for (const v1::SnapshotMeta& m : snapshots) {
+    rows.push_back({absl::StrCat(m.step()), absl::StrCat(m.epoch()),
+                    m.accuracy() >= 0
+                        ? absl::StrFormat("%.2f%%", 100 * m.accuracy())
+                        : "-",
+                    absl::StrFormat("%.1f MB", m.size_bytes() / 1e6),
+                    FormatDuration(now_ms - m.created_unix_ms()) + " ago",
+                    m.sha256().substr(0, 12)});
+  }
+  return Table(rows);
+}
+
 std::string FormatWorkerTable(const std::vector<v1::WorkerInfo>& workers,
                               int64_t now_ms) {
   std::vector<std::vector<std::string>> rows = {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gradsync/v1/job_service.pb.h"
+#include "gradsync/v1/snapshot.pb.h"
 #include "gradsync/v1/worker_service.pb.h"
 
 namespace gradsync::cli {
@@ -24,6 +25,10 @@ std::string FormatJobTable(const std::vector<v1::Job>& jobs, int64_t now_ms);
 // Every detail of one job: spec, ranks, metrics, evaluation, transitions.
 std::string FormatJobDetail(const v1::Job& job, int64_t now_ms);
 // Table of workers: ID, HOST, STATE, JOB, RANK, STEP, HEARTBEAT, DEVICES.
+// `gradsync model list`: step, epoch, accuracy, size, age, checksum.
+std::string FormatSnapshotTable(const std::vector<v1::SnapshotMeta>& snapshots,
+                                int64_t now_ms);
+
 std::string FormatWorkerTable(const std::vector<v1::WorkerInfo>& workers,
                               int64_t now_ms);
 // One line per rank: progress bar, epoch/step, loss, samples/s, p50 step

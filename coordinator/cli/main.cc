@@ -124,6 +124,19 @@ int main(int argc, char** argv) {
   cancel->add_option("job", job_id, "job id")->required();
   cancel->add_option("--reason", reason, "recorded with the transition");
   CLI::App* workers = app.add_subcommand("workers", "list workers");
+  CLI::App* model = app.add_subcommand("model", "model snapshots of a job");
+  model->require_subcommand(1);
+  CLI::App* model_list =
+      model->add_subcommand("list", "list a job's snapshots");
+  model_list->add_option("job", job_id, "job id")->required();
+  int64_t model_step = -1;
+  std::string model_out;
+  CLI::App* model_pull =
+      model->add_subcommand("pull", "download a snapshot (a .pt file)");
+  model_pull->add_option("job", job_id, "job id")->required();
+  CLI::Option* step_option =
+      model_pull->add_option("--step", model_step, "step (default: latest)");
+  model_pull->add_option("-o,--output", model_out, "file to write")->required();
 
   CLI11_PARSE(app, argc, argv);
   options.live = isatty(STDOUT_FILENO) != 0 && !options.json;
@@ -147,5 +160,10 @@ int main(int argc, char** argv) {
   if (*watch) return cli.Watch(job_id);
   if (*cancel) return cli.Cancel(job_id, reason);
   if (*workers) return cli.Workers();
+  if (*model_list) return cli.ModelList(job_id);
+  if (*model_pull) {
+    return cli.ModelPull(job_id, model_step, step_option->count() > 0,
+                         model_out);
+  }
   return 2;
 }

@@ -1,0 +1,78 @@
+#include "coordinator/snapshot_rpc.h"
+
+#include <algorithm>
+
+#include "coordinator/grpc_status.h"
+
+namespace gradsync {
+
+v1::SnapshotMeta ToMeta(const SnapshotInfo& info) {
+  v1::SnapshotMeta meta;
+  meta.set_job_id(info.job_id);
+  meta.set_step(info.step);
+  meta.set_epoch(info.epoch);
+  meta.set_accuracy(info.accuracy);
+  meta.set_size_bytes(info.size);
+  meta.set_sha256(info.sha256);
+  meta.set_created_unix_ms(info.created_unix_ms);
+  return meta;
+}
+
+grpc::Status ReceiveSnapshot(
+    const v1::SnapshotChunk& first,
+    grpc::ServerReaderInterface<v1::SnapshotChunk>* reader,
+    SnapshotStore& store, const SnapshotRetention& retention, int64_t max_bytes,
+    v1::SnapshotMeta* stored) {
+  const v1::SnapshotMeta& meta = first.meta();
+  SnapshotInfo info;
+  info.job_id = meta.job_id();
+  info.step = meta.step();
+  info.epoch = meta.epoch();
+  info.accuracy = meta.accuracy();
+  info.size = meta.size_bytes();
+  absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> upload =
+      store.Begin(info, max_bytes, retention);
+  if (!upload.ok()) return ToGrpcStatus(upload.status());
+  v1::SnapshotChunk chunk = first;
+  do {
+    if (static_cast<int64_t>(chunk.data().size()) > kSnapshotChunkBytes) {
+      return grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("snapshot upload: chunk of ", chunk.data().size(),
+                       " bytes, more than ", kSnapshotChunkBytes));
+    }
+    if (absl::Status s = (*upload)->Append(chunk.offset(), chunk.data());
+        !s.ok()) {
+      return ToGrpcStatus(s);  // the upload is discarded
+    }
+  } while (reader->Read(&chunk));
+  absl::StatusOr<SnapshotInfo> done = (*upload)->Commit(meta.sha256());
+  if (!done.ok()) return ToGrpcStatus(done.status());
+  *stored = ToMeta(*done);
+  return grpc::Status::OK;
+}
+
+grpc::Status SendSnapshot(
+    const std::string& job_id, int64_t step, SnapshotStore& store,
+    grpc::ServerWriterInterface<v1::SnapshotChunk>* writer) {
+  absl::StatusOr<SnapshotInfo> info = store.Find(job_id, step);
+  if (!info.ok()) return ToGrpcStatus(info.status());
+  absl::StatusOr<std::string> data = store.Read(*info);
+  if (!data.ok()) return ToGrpcStatus(data.status());
+  int64_t offset = 0;
+  do {
+    v1::SnapshotChunk chunk;
+    if (offset == 0) *chunk.mutable_meta() = ToMeta(*info);
+    chunk.set_offset(offset);
+    const int64_t n = std::min<int64_t>(
+        kSnapshotChunkBytes, static_cast<int64_t>(data->size()) - offset);
+    chunk.set_data(data->substr(offset, n));
+    if (!writer->Write(chunk)) {
+      return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+    }
+    offset += n;
+  } while (offset < static_cast<int64_t>(data->size()));
+  return grpc::Status::OK;
+}
+
+}  // namespace gradsync
