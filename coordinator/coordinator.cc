@@ -586,6 +586,10 @@ v1::Assignment Coordinator::MakeAssignment(const JobEntry& entry,
     a.mutable_spec()->mutable_checkpoint()->set_resume_from(
         job.resume_checkpoint());
     a.set_resume_remaining(true);
+    if (job.resume_from_snapshot()) {
+      a.set_has_resume_snapshot(true);
+      a.set_resume_snapshot_step(job.resume_step());
+    }
   }
   a.set_train_samples(job.train_samples());
   a.set_eval_samples(job.eval_samples());

@@ -110,6 +110,9 @@ int main(int argc, char** argv) {
 
   // Block SIGINT/SIGTERM in every thread (gRPC's inherit the mask) and take
   // them synchronously below.
+  // A peer that went away must be an error on the socket, not a silent
+  // death: gloo writes to its peers without MSG_NOSIGNAL.
+  std::signal(SIGPIPE, SIG_IGN);
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);

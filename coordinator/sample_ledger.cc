@@ -82,6 +82,7 @@ void CommitCheckpoint(v1::Job& job, const v1::CheckpointCommit& commit) {
   }
   job.set_resume_checkpoint(commit.path());
   job.set_resume_step(commit.step());
+  job.set_resume_from_snapshot(commit.uploaded());
   for (v1::AttemptRecord& a : *job.mutable_attempts()) {
     if (a.attempt() == job.attempt()) {
       a.set_committed_step(commit.step());

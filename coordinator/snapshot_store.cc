@@ -1,7 +1,6 @@
 #include "coordinator/snapshot_store.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,17 +32,6 @@ bool IsHexSha256(absl::string_view s) {
 }
 
 }  // namespace
-
-std::string Sha256Hex(absl::string_view data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) {
-    absl::StrAppendFormat(&hex, "%02x", digest[i]);
-  }
-  return hex;
-}
 
 absl::StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(
     const std::string& dir, SnapshotRetention retention) {

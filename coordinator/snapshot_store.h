@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "coordinator/sha256.h"
 
 namespace gradsync {
 
@@ -44,9 +45,6 @@ struct SnapshotRetention {
   int keep_last = 3;      // >= 1
   bool keep_best = true;  // also the best accuracy, however old
 };
-
-// Lower-case hex SHA-256 of `data`.
-std::string Sha256Hex(absl::string_view data);
 
 class SnapshotStore {
  public:

@@ -12,6 +12,9 @@
 #include "absl/time/clock.h"
 #include "coordinator/auth.h"
 #include "coordinator/grpc_status.h"
+#include "coordinator/sha256.h"
+#include "coordinator/snapshot_rpc.h"
+#include "worker/checkpoint.h"
 #include "worker/comm/communicator.h"
 #include "worker/comm/store.h"
 #include "worker/devices.h"
@@ -36,7 +39,8 @@ struct Agent::Task {
   std::vector<v1::StepMetrics> steps;  // not yet reported
   std::vector<v1::EvalMetrics> evals;
   std::vector<v1::CheckpointCommit> checkpoints;
-  bool metrics_failing = false;  // flusher thread only
+  bool metrics_failing = false;      // flusher thread only
+  std::atomic<double> accuracy{-1};  // last evaluation (rank 0)
   std::thread thread;
 };
 
@@ -325,6 +329,78 @@ grpc::Status Agent::FlushMetrics(Task* task) {
   return s;
 }
 
+absl::Status Agent::UploadSnapshot(Task* task,
+                                   const v1::CheckpointCommit& commit) {
+  absl::StatusOr<std::vector<char>> file = ReadFileBytes(commit.path());
+  if (!file.ok()) return file.status();
+  const absl::string_view bytes(file->data(), file->size());
+  auto ctx = Ctx(absl::Minutes(5), task->worker_key);
+  v1::SnapshotMeta stored;
+  auto writer = stub_->UploadSnapshot(ctx.get(), &stored);
+  int64_t offset = 0;
+  do {
+    v1::SnapshotChunk chunk;
+    if (offset == 0) {
+      v1::SnapshotMeta* meta = chunk.mutable_meta();
+      meta->set_job_id(task->assignment.job_id());
+      meta->set_step(commit.step());
+      meta->set_epoch(commit.epoch());
+      meta->set_accuracy(task->accuracy);
+      meta->set_size_bytes(static_cast<int64_t>(bytes.size()));
+      meta->set_sha256(Sha256Hex(bytes));
+      chunk.set_worker_id(task->worker_id);
+      chunk.set_attempt(task->assignment.attempt());
+    }
+    chunk.set_offset(offset);
+    const int64_t n = std::min<int64_t>(
+        kSnapshotChunkBytes, static_cast<int64_t>(bytes.size()) - offset);
+    chunk.set_data(std::string(bytes.substr(offset, n)));
+    if (!writer->Write(chunk)) break;  // Finish() says why
+    offset += n;
+  } while (offset < static_cast<int64_t>(bytes.size()));
+  writer->WritesDone();
+  return FromGrpcStatus(writer->Finish());
+}
+
+absl::StatusOr<std::vector<char>> Agent::DownloadSnapshot(Task* task) {
+  const v1::Assignment& a = task->assignment;
+  v1::PullSnapshotRequest request;
+  request.set_worker_id(task->worker_id);
+  request.set_job_id(a.job_id());
+  request.set_attempt(a.attempt());
+  request.set_step(a.resume_snapshot_step());
+  request.set_has_step(true);
+  std::string data;
+  v1::SnapshotMeta meta;
+  grpc::Status s = Retry(task, "download snapshot", [&] {
+    data.clear();
+    auto ctx = Ctx(absl::Minutes(5), task->worker_key);
+    auto reader = stub_->DownloadSnapshot(ctx.get(), request);
+    v1::SnapshotChunk chunk;
+    while (reader->Read(&chunk)) {
+      if (chunk.has_meta()) meta = chunk.meta();
+      data += chunk.data();
+    }
+    return reader->Finish();
+  });
+  if (!s.ok()) {
+    absl::Status status = FromGrpcStatus(s);
+    return absl::Status(
+        status.code(),
+        absl::StrCat("download snapshot of step ", a.resume_snapshot_step(),
+                     ": ", status.message()));
+  }
+  if (Sha256Hex(data) != meta.sha256()) {
+    return absl::DataLossError(absl::StrCat(
+        "snapshot of step ", a.resume_snapshot_step(), " arrived damaged"));
+  }
+  Log(
+      absl::StrFormat("%s resumes from the coordinator's snapshot of step %d "
+                      "(%.1f MB)",
+                      a.job_id(), meta.step(), data.size() / 1e6));
+  return std::vector<char>(data.begin(), data.end());
+}
+
 void Agent::RunTask(Task* task) {
   const v1::Assignment& a = task->assignment;
   const v1::JobSpec& spec = a.spec();
@@ -426,16 +502,31 @@ void Agent::RunTask(Task* task) {
       std::lock_guard<std::mutex> lock(task->metrics_mu);
       task->steps.push_back(m);
     };
-    c.on_checkpoint = [task](const v1::CheckpointCommit& commit) {
+    c.on_checkpoint = [this, task](v1::CheckpointCommit commit) {
+      // The commit is reported after the upload, so a restart on another
+      // host finds at the coordinator what the ledger says is committed.
+      if (options_.upload_snapshots) {
+        absl::Status up = UploadSnapshot(task, commit);
+        commit.set_uploaded(up.ok());
+        if (!up.ok()) {
+          Log(absl::StrCat(
+              "snapshot of step ", commit.step(),
+              " not uploaded (restarts need the file path): ", up.ToString()));
+        }
+      }
       Log(absl::StrFormat(
-          "%s checkpoint %s commits through epoch %d batch %d "
-          "(step %d)",
-          task->assignment.job_id(), commit.path(), commit.epoch() + 1,
+          "%s checkpoint %s%s commits through epoch %d batch %d (step %d)",
+          task->assignment.job_id(), commit.path(),
+          commit.uploaded() ? " (uploaded)" : "", commit.epoch() + 1,
           commit.epoch_batch(), commit.step()));
       std::lock_guard<std::mutex> lock(task->metrics_mu);
       task->checkpoints.push_back(commit);
     };
+    if (a.has_resume_snapshot()) {
+      c.read_resume = [this, task]() { return DownloadSnapshot(task); };
+    }
     c.on_eval = [task](const v1::EvalMetrics& e) {
+      task->accuracy = e.accuracy();
       Log(absl::StrFormat("%s epoch %d: test accuracy %.2f%% (%d samples)",
                           task->assignment.job_id(), e.epoch() + 1,
                           100 * e.accuracy(), e.samples()));

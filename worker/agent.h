@@ -43,6 +43,9 @@ struct AgentOptions {
   // "<unix ms> <worker id> <state>" (container health checks read it:
   // CheckWorkerHealth).
   std::string health_file;
+  // Rank 0 streams each checkpoint to the coordinator (a model snapshot)
+  // before reporting it committed; restarts then fetch it from there.
+  bool upload_snapshots = true;
 };
 
 // Reads a health file the agent writes; OK (saying which worker and how
@@ -73,6 +76,10 @@ class Agent {
   // Reports the task's buffered metrics; on a retryable error keeps them
   // for the next call. OK when nothing is left to report.
   grpc::Status FlushMetrics(Task* task);
+  // The checkpoint file of `commit` to the coordinator (rank 0).
+  absl::Status UploadSnapshot(Task* task, const v1::CheckpointCommit& commit);
+  // The snapshot the assignment resumes from, checksum verified.
+  absl::StatusOr<std::vector<char>> DownloadSnapshot(Task* task);
   // `call` until it succeeds, fails for good, the task is cancelled or
   // kRetryFor passes, with backoff; logs once.
   grpc::Status Retry(Task* task, const std::string& what,

@@ -69,7 +69,11 @@ absl::StatusOr<TrainPosition> Resume(const TrainContext& c,
   std::vector<char> bytes;
   std::string name = from;
   absl::Status read_status;
-  if (c.rank == 0) {
+  if (c.rank == 0 && c.read_resume) {
+    auto read = c.read_resume();
+    if (read.ok()) bytes = std::move(*read);
+    read_status = read.status();
+  } else if (c.rank == 0) {
     auto path = ResolveCheckpoint(from);
     if (path.ok()) {
       name = *path;

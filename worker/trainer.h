@@ -44,6 +44,10 @@ struct TrainContext {
   // trained before it; coordinator/sample_ledger.h).
   std::function<void(const v1::CheckpointCommit&)> on_checkpoint;
   bool resume_remaining = false;  // see above
+  // When set, rank 0 gets the bytes of the checkpoint to resume from here
+  // (a snapshot downloaded from the coordinator) instead of reading
+  // spec.checkpoint.resume_from.
+  std::function<absl::StatusOr<std::vector<char>>()> read_resume;
   // When set, every trained batch is appended to this file as a line
   // "<epoch> <step> <sample index>..." (tests check exactly-once with it).
   std::string sample_trace;

@@ -84,6 +84,9 @@ int main(int argc, char** argv) {
     options.host = hostname;
   }
 
+  // A peer that went away must be an error on the socket, not a silent
+  // death: gloo writes to its peers without MSG_NOSIGNAL.
+  std::signal(SIGPIPE, SIG_IGN);
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);

@@ -309,6 +309,18 @@ def main():
         assert meta["MASTER_ADDR"] and int(meta["MASTER_PORT"]) > 0, meta
         check_python_predictions(bin_dir, os.path.join(ckpt, ckpts[0]),
                                  subset, state)
+        # The same model from the coordinator (no shared file system): the
+        # snapshot rank 0 uploaded loads in Python with the same predictions.
+        listed = cluster.cli("model", "list", job["id"]).stdout
+        assert "20" in listed, listed
+        pulled = os.path.join(work, "pulled.pt")
+        print("e2e: " + cluster.cli("model", "pull", job["id"], "-o",
+                                    pulled).stdout.strip())
+        with open(pulled, "rb") as a, open(os.path.join(ckpt, "model-step-20.pt"),
+                                           "rb") as b:
+            assert a.read() == b.read(), "pulled snapshot differs from the file"
+        check_python_predictions(bin_dir, pulled, subset,
+                                 torch.load(pulled)["model"])
         # The optimizer state loads into Python's Adam, too.
         model = seeds_fashion_cnn()
         model.load_state_dict(state)
