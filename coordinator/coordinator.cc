@@ -47,6 +47,13 @@ std::string NewWorkerKey() {
   return key;
 }
 
+// "rank R (worker W on host H)": how reasons and logs name a rank.
+std::string RankLabel(int rank, const std::string& worker_id,
+                      const std::string& host) {
+  return absl::StrCat("rank ", rank, " (worker ", worker_id, " on host ", host,
+                      ")");
+}
+
 // Whether attempt `attempt` of `job` is over: superseded, ended with the
 // job, or failed and waiting for its restart (PENDING).
 bool AttemptOver(const v1::Job& job, int attempt) {
@@ -152,9 +159,9 @@ absl::Status Coordinator::Restore() {
       entry.store = std::make_shared<KvStore>();
       entry.barriers = std::make_shared<BarrierTable>(j.world_size());
       std::set<int> completed;
-      if (j.attempts_size() > 0) {
-        const auto& done = j.attempts(j.attempts_size() - 1).completed_ranks();
-        completed.insert(done.begin(), done.end());
+      if (const v1::AttemptRecord* a = FindAttemptRecord(j, j.attempt())) {
+        completed.insert(a->completed_ranks().begin(),
+                         a->completed_ranks().end());
       }
       for (const v1::RankAssignment& r : j.ranks()) {
         entry.joined.insert(r.rank());
@@ -267,10 +274,7 @@ absl::StatusOr<Coordinator::JobEntry*> Coordinator::FindAttempt(
 
 std::string Coordinator::DescribeRank(const JobEntry& entry, int rank) const {
   for (const v1::RankAssignment& r : entry.job.ranks()) {
-    if (r.rank() == rank) {
-      return absl::StrCat("rank ", rank, " (worker ", r.worker_id(),
-                          " on host ", r.host(), ")");
-    }
+    if (r.rank() == rank) return RankLabel(rank, r.worker_id(), r.host());
   }
   return absl::StrCat("rank ", rank);
 }
@@ -344,11 +348,9 @@ void Coordinator::FailAttempt(JobEntry& entry, const std::string& reason,
                               const std::string& dead_worker) {
   v1::Job& job = entry.job;
   const absl::Time now = absl::Now();
-  for (v1::AttemptRecord& a : *job.mutable_attempts()) {
-    if (a.attempt() == job.attempt()) {
-      a.set_ended_unix_ms(UnixMs(now));
-      a.set_outcome(reason);
-    }
+  if (v1::AttemptRecord* a = FindAttemptRecord(job, job.attempt())) {
+    a->set_ended_unix_ms(UnixMs(now));
+    a->set_outcome(reason);
   }
   // Who could run the next attempt: this attempt's other live workers and
   // the idle ones (with a GPU, for backend nccl).
@@ -408,10 +410,9 @@ void Coordinator::NoteLateDeath(JobEntry& entry, int attempt,
                                 const std::string& death) {
   // Another rank's error (a connection reset, say) usually ends the attempt
   // before the dead worker's heartbeats time out: name it afterwards.
-  for (v1::AttemptRecord& a : *entry.job.mutable_attempts()) {
-    if (a.attempt() == attempt && !a.outcome().empty()) {
-      absl::StrAppend(a.mutable_outcome(), "; then ", death);
-    }
+  v1::AttemptRecord* a = FindAttemptRecord(entry.job, attempt);
+  if (a != nullptr && !a->outcome().empty()) {
+    absl::StrAppend(a->mutable_outcome(), "; then ", death);
   }
   if (attempt == entry.job.attempt() &&
       entry.job.state() == v1::JOB_STATE_PENDING) {
@@ -454,10 +455,10 @@ void Coordinator::Schedule() {
             });
   for (JobEntry* entry : pending) {
     const bool started = !idle.empty() && TryStart(*entry, idle);
-    if (!started && entry->job.restarts() > 0 &&
-        entry->job.attempts_size() > 0 &&
-        entry->job.attempts(entry->job.attempts_size() - 1).ended_unix_ms() >
-            0) {
+    const v1::AttemptRecord* last =
+        FindAttemptRecord(entry->job, entry->job.attempt());
+    if (!started && entry->job.restarts() > 0 && last != nullptr &&
+        last->ended_unix_ms() > 0) {
       // The failed attempt's workers are back or gone and too few remain:
       // a restart does not wait for workers that may never come.
       const int min_workers = entry->job.spec().world_size().min_workers();
@@ -1031,10 +1032,9 @@ absl::Status Coordinator::CompleteTask(const v1::CompleteTaskRequest& request) {
     return absl::OkStatus();
   }
   entry.completed.insert(request.rank());
-  for (v1::AttemptRecord& a : *entry.job.mutable_attempts()) {
-    if (a.attempt() == entry.job.attempt()) {
-      a.add_completed_ranks(request.rank());
-    }
+  if (v1::AttemptRecord* a =
+          FindAttemptRecord(entry.job, entry.job.attempt())) {
+    a->add_completed_ranks(request.rank());
   }
   Persist(entry);
   if (entry.joined.insert(request.rank()).second &&
@@ -1086,11 +1086,12 @@ void Coordinator::SweepDeadWorkers(absl::Time now) {
                   w.info.worker_id(), w.info.host());
     if (!w.job_id.empty()) {
       JobEntry& entry = jobs_.at(w.job_id);
+      // (Named from the worker: a new attempt may hold other ranks.)
       const std::string death = absl::StrCat(
-          "rank ", w.rank, " (worker ", w.info.worker_id(), " on host ",
-          w.info.host(), ") missed heartbeats for ", FormatSeconds(silent),
-          " (timeout ", FormatSeconds(options_.heartbeat_timeout),
-          "); last step ", w.info.step(), ", epoch ", w.info.epoch() + 1);
+          RankLabel(w.rank, w.info.worker_id(), w.info.host()),
+          " missed heartbeats for ", FormatSeconds(silent), " (timeout ",
+          FormatSeconds(options_.heartbeat_timeout), "); last step ",
+          w.info.step(), ", epoch ", w.info.epoch() + 1);
       if (!AttemptOver(entry.job, w.attempt)) {
         FailAttempt(entry, death, w.info.worker_id());
       } else {
@@ -1110,9 +1111,7 @@ void Coordinator::SweepDeadWorkers(absl::Time now) {
     std::vector<std::string> missing;
     for (const v1::RankAssignment& r : entry.job.ranks()) {
       if (entry.awaiting_reconnect.count(r.worker_id()) > 0) {
-        missing.push_back(absl::StrCat("rank ", r.rank(), " (worker ",
-                                       r.worker_id(), " on host ", r.host(),
-                                       ")"));
+        missing.push_back(RankLabel(r.rank(), r.worker_id(), r.host()));
       }
     }
     entry.awaiting_reconnect.clear();

@@ -34,4 +34,11 @@ std::string JobStateName(v1::JobState state) {
   return name;
 }
 
+v1::AttemptRecord* FindAttemptRecord(v1::Job& job, int attempt) {
+  for (v1::AttemptRecord& a : *job.mutable_attempts()) {
+    if (a.attempt() == attempt) return &a;
+  }
+  return nullptr;
+}
+
 }  // namespace gradsync

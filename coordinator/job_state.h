@@ -1,7 +1,9 @@
 // The job state machine:
 //   PENDING -> RENDEZVOUS -> RUNNING -> SUCCEEDED | FAILED | CANCELLED
 //   PENDING | RENDEZVOUS -> FAILED | CANCELLED
-// Pure functions; thread-safe.
+//   RENDEZVOUS | RUNNING -> PENDING (a failed attempt restarts)
+// and the job's per-attempt records.
+// Pure functions; thread-compatible (the caller owns the Job).
 #pragma once
 
 #include <string>
@@ -14,5 +16,8 @@ bool IsTerminal(v1::JobState state);
 bool IsAllowedTransition(v1::JobState from, v1::JobState to);
 // "PENDING", "RUNNING", ... (the enum name without its prefix).
 std::string JobStateName(v1::JobState state);
+// The record of attempt `attempt` (Job.attempts), or null when there is
+// none yet.
+v1::AttemptRecord* FindAttemptRecord(v1::Job& job, int attempt);
 
 }  // namespace gradsync

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "coordinator/job_state.h"
 #include "loader/sampler.h"
 
 namespace gradsync {
@@ -83,11 +84,9 @@ void CommitCheckpoint(v1::Job& job, const v1::CheckpointCommit& commit) {
   job.set_resume_checkpoint(commit.path());
   job.set_resume_step(commit.step());
   job.set_resume_from_snapshot(commit.uploaded());
-  for (v1::AttemptRecord& a : *job.mutable_attempts()) {
-    if (a.attempt() == job.attempt()) {
-      a.set_committed_step(commit.step());
-      a.set_checkpoint(commit.path());
-    }
+  if (v1::AttemptRecord* a = FindAttemptRecord(job, job.attempt())) {
+    a->set_committed_step(commit.step());
+    a->set_checkpoint(commit.path());
   }
 }
 
