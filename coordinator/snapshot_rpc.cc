@@ -57,22 +57,22 @@ grpc::Status SendSnapshot(
     grpc::ServerWriterInterface<v1::SnapshotChunk>* writer) {
   absl::StatusOr<SnapshotInfo> info = store.Find(job_id, step);
   if (!info.ok()) return ToGrpcStatus(info.status());
-  absl::StatusOr<std::string> data = store.Read(*info);
-  if (!data.ok()) return ToGrpcStatus(data.status());
-  int64_t offset = 0;
-  do {
-    v1::SnapshotChunk chunk;
-    if (offset == 0) *chunk.mutable_meta() = ToMeta(*info);
-    chunk.set_offset(offset);
-    const int64_t n = std::min<int64_t>(
-        kSnapshotChunkBytes, static_cast<int64_t>(data->size()) - offset);
-    chunk.set_data(data->substr(offset, n));
-    if (!writer->Write(chunk)) {
-      return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
-    }
-    offset += n;
-  } while (offset < static_cast<int64_t>(data->size()));
-  return grpc::Status::OK;
+  v1::SnapshotChunk chunk;  // reused: its buffer is allocated once
+  absl::Status s = store.ReadChunks(
+      *info, kSnapshotChunkBytes, [&](int64_t offset, absl::string_view data) {
+        if (offset == 0) {
+          *chunk.mutable_meta() = ToMeta(*info);
+        } else {
+          chunk.clear_meta();
+        }
+        chunk.set_offset(offset);
+        chunk.mutable_data()->assign(data.data(), data.size());
+        return writer->Write(chunk);
+      });
+  if (absl::IsCancelled(s)) {
+    return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+  }
+  return ToGrpcStatus(s);
 }
 
 }  // namespace gradsync

@@ -11,11 +11,10 @@
 #include <cstdint>
 
 #include "coordinator/snapshot_store.h"
+#include "coordinator/snapshot_stream.h"
 #include "gradsync/v1/snapshot.pb.h"
 
 namespace gradsync {
-
-inline constexpr int64_t kSnapshotChunkBytes = 1 << 20;
 
 v1::SnapshotMeta ToMeta(const SnapshotInfo& info);
 

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -178,6 +177,11 @@ absl::Status SnapshotStore::Upload::Append(int64_t offset,
     if (n < 0) return absl::InternalError(absl::StrCat("cannot write ", tmp_));
     done += static_cast<size_t>(n);
   }
+  // Start writing this piece to disk now, so that Commit()'s fsync waits for
+  // the last pieces only instead of the whole file.
+  (void)sync_file_range(fd_, written_, static_cast<off_t>(data.size()),
+                        SYNC_FILE_RANGE_WRITE);
+  sha256_.Update(data);
   written_ += static_cast<int64_t>(data.size());
   return absl::OkStatus();
 }
@@ -194,10 +198,7 @@ absl::StatusOr<SnapshotInfo> SnapshotStore::Upload::Commit(
   const bool synced = fsync(fd_) == 0;
   close(fd_);
   fd_ = -1;
-  std::ifstream in(tmp_, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  const std::string actual = Sha256Hex(bytes.str());
+  const std::string actual = sha256_.HexDigest();
   if (!synced || actual != sha256) {
     Discard();
     return absl::InvalidArgumentError(
@@ -304,23 +305,65 @@ absl::StatusOr<SnapshotInfo> SnapshotStore::Find(const std::string& job_id,
                    " (it has steps ", absl::StrJoin(steps, ", "), ")"));
 }
 
-absl::StatusOr<std::string> SnapshotStore::Read(const SnapshotInfo& info) {
+absl::Status SnapshotStore::ReadChunks(
+    const SnapshotInfo& info, int64_t chunk_bytes,
+    const std::function<bool(int64_t offset, absl::string_view data)>& chunk) {
   const std::string path = PathOf(info);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // One descriptor for both passes: retention may unlink the file meanwhile.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     return absl::DataLossError(
         absl::StrCat("snapshot file ", path, " is missing"));
   }
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  std::string data = bytes.str();
-  if (static_cast<int64_t>(data.size()) != info.size ||
-      Sha256Hex(data) != info.sha256) {
+  std::string buffer(static_cast<size_t>(std::max<int64_t>(1, chunk_bytes)),
+                     '\0');
+  // Reads the piece at `offset` into `buffer`; false on a read error or end
+  // of file.
+  auto read_at = [&](int64_t offset, size_t* got) {
+    const ssize_t n = pread(fd, buffer.data(), buffer.size(), offset);
+    if (n <= 0) return false;
+    *got = static_cast<size_t>(n);
+    return true;
+  };
+  Sha256 sha256;
+  int64_t size = 0;
+  for (size_t got = 0; read_at(size, &got); size += got) {
+    sha256.Update(absl::string_view(buffer.data(), got));
+  }
+  if (size != info.size || sha256.HexDigest() != info.sha256) {
+    close(fd);
     return absl::DataLossError(
         absl::StrCat("snapshot file ", path,
                      " is corrupt (checksum or size differs from "
                      "the upload's); not served"));
   }
+  absl::Status status;
+  for (int64_t offset = 0; offset < size;) {
+    size_t got = 0;
+    if (!read_at(offset, &got)) {
+      status = absl::DataLossError(
+          absl::StrCat("snapshot file ", path, " changed while being read"));
+      break;
+    }
+    if (!chunk(offset, absl::string_view(buffer.data(), got))) {
+      status = absl::CancelledError("the snapshot's reader went away");
+      break;
+    }
+    offset += static_cast<int64_t>(got);
+  }
+  close(fd);
+  return status;
+}
+
+absl::StatusOr<std::string> SnapshotStore::Read(const SnapshotInfo& info) {
+  std::string data;
+  data.reserve(static_cast<size_t>(info.size));
+  absl::Status s =
+      ReadChunks(info, int64_t{1} << 20, [&](int64_t, absl::string_view piece) {
+        data.append(piece.data(), piece.size());
+        return true;
+      });
+  if (!s.ok()) return s;
   return data;
 }
 

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -82,6 +83,7 @@ class SnapshotStore {
     const SnapshotRetention retention_;
     std::string tmp_;
     int fd_;
+    Sha256 sha256_;  // of the bytes appended so far
     int64_t written_ = 0;
     bool done_ = false;
   };
@@ -101,7 +103,15 @@ class SnapshotStore {
   // The snapshot of `step`, or the newest when step < 0; NOT_FOUND naming
   // the job (and step) otherwise.
   absl::StatusOr<SnapshotInfo> Find(const std::string& job_id, int64_t step);
-  // Its bytes, checksum verified: DATA_LOSS naming the file when damaged.
+  // Streams a snapshot's bytes to `chunk` in order, in pieces of at most
+  // `chunk_bytes`, after checking the whole file's size and SHA-256 (one
+  // pass over it first; memory stays at one piece): DATA_LOSS naming the
+  // file when damaged, and then `chunk` is never called. CANCELLED when
+  // `chunk` returns false.
+  absl::Status ReadChunks(
+      const SnapshotInfo& info, int64_t chunk_bytes,
+      const std::function<bool(int64_t offset, absl::string_view data)>& chunk);
+  // All its bytes at once, checked the same way.
   absl::StatusOr<std::string> Read(const SnapshotInfo& info);
   // Path of a snapshot's file (for tests and diagnostics).
   std::string PathOf(const SnapshotInfo& info) const;

@@ -13,7 +13,7 @@
 #include "coordinator/auth.h"
 #include "coordinator/grpc_status.h"
 #include "coordinator/sha256.h"
-#include "coordinator/snapshot_rpc.h"
+#include "coordinator/snapshot_stream.h"
 #include "worker/checkpoint.h"
 #include "worker/comm/communicator.h"
 #include "worker/comm/store.h"
@@ -337,27 +337,21 @@ absl::Status Agent::UploadSnapshot(Task* task,
   auto ctx = Ctx(absl::Minutes(5), task->worker_key);
   v1::SnapshotMeta stored;
   auto writer = stub_->UploadSnapshot(ctx.get(), &stored);
-  int64_t offset = 0;
-  do {
-    v1::SnapshotChunk chunk;
-    if (offset == 0) {
-      v1::SnapshotMeta* meta = chunk.mutable_meta();
-      meta->set_job_id(task->assignment.job_id());
-      meta->set_step(commit.step());
-      meta->set_epoch(commit.epoch());
-      meta->set_accuracy(task->accuracy);
-      meta->set_size_bytes(static_cast<int64_t>(bytes.size()));
-      meta->set_sha256(Sha256Hex(bytes));
+  v1::SnapshotMeta meta;
+  meta.set_job_id(task->assignment.job_id());
+  meta.set_step(commit.step());
+  meta.set_epoch(commit.epoch());
+  meta.set_accuracy(task->accuracy);
+  meta.set_size_bytes(static_cast<int64_t>(bytes.size()));
+  meta.set_sha256(Sha256Hex(bytes));
+  // A failed write ends the stream; Finish() says why.
+  WriteSnapshotChunks(bytes, meta, [&](v1::SnapshotChunk& chunk) {
+    if (chunk.offset() == 0) {
       chunk.set_worker_id(task->worker_id);
       chunk.set_attempt(task->assignment.attempt());
     }
-    chunk.set_offset(offset);
-    const int64_t n = std::min<int64_t>(
-        kSnapshotChunkBytes, static_cast<int64_t>(bytes.size()) - offset);
-    chunk.set_data(std::string(bytes.substr(offset, n)));
-    if (!writer->Write(chunk)) break;  // Finish() says why
-    offset += n;
-  } while (offset < static_cast<int64_t>(bytes.size()));
+    return writer->Write(chunk);
+  });
   writer->WritesDone();
   return FromGrpcStatus(writer->Finish());
 }
@@ -373,15 +367,9 @@ absl::StatusOr<std::vector<char>> Agent::DownloadSnapshot(Task* task) {
   std::string data;
   v1::SnapshotMeta meta;
   grpc::Status s = Retry(task, "download snapshot", [&] {
-    data.clear();
     auto ctx = Ctx(absl::Minutes(5), task->worker_key);
     auto reader = stub_->DownloadSnapshot(ctx.get(), request);
-    v1::SnapshotChunk chunk;
-    while (reader->Read(&chunk)) {
-      if (chunk.has_meta()) meta = chunk.meta();
-      data += chunk.data();
-    }
-    return reader->Finish();
+    return ReadSnapshotChunks(*ctx, *reader, &meta, &data);
   });
   if (!s.ok()) {
     absl::Status status = FromGrpcStatus(s);
@@ -389,10 +377,6 @@ absl::StatusOr<std::vector<char>> Agent::DownloadSnapshot(Task* task) {
         status.code(),
         absl::StrCat("download snapshot of step ", a.resume_snapshot_step(),
                      ": ", status.message()));
-  }
-  if (Sha256Hex(data) != meta.sha256()) {
-    return absl::DataLossError(absl::StrCat(
-        "snapshot of step ", a.resume_snapshot_step(), " arrived damaged"));
   }
   Log(
       absl::StrFormat("%s resumes from the coordinator's snapshot of step %d "

@@ -16,7 +16,7 @@
 #include "coordinator/cli/watch_view.h"
 #include "coordinator/client_channel.h"
 #include "coordinator/job_state.h"
-#include "coordinator/snapshot_store.h"
+#include "coordinator/snapshot_stream.h"
 
 namespace gradsync::cli {
 namespace {
@@ -171,24 +171,10 @@ int Cli::ModelPull(const std::string& job_id, int64_t step, bool has_step,
   auto reader = stub_->PullSnapshot(&context, request);
   v1::SnapshotMeta meta;
   std::string data;
-  v1::SnapshotChunk chunk;
-  while (reader->Read(&chunk)) {
-    if (chunk.has_meta()) meta = chunk.meta();
-    if (chunk.offset() != static_cast<int64_t>(data.size())) {
-      context.TryCancel();
-      err_ << "gradsync: the coordinator sent a chunk at byte "
-           << chunk.offset() << ", expected " << data.size() << "\n";
-      return 1;
-    }
-    data += chunk.data();
-  }
-  grpc::Status s = reader->Finish();
-  if (!s.ok()) return Fail(s);
-  if (static_cast<int64_t>(data.size()) != meta.size_bytes() ||
-      Sha256Hex(data) != meta.sha256()) {
-    err_ << "gradsync: DATA_LOSS: the snapshot arrived damaged (size or "
-            "checksum differ); nothing written\n";
-    return 1;
+  // Nothing is written unless every byte arrived in order and checks out.
+  if (grpc::Status s = ReadSnapshotChunks(context, *reader, &meta, &data);
+      !s.ok()) {
+    return Fail(s);
   }
   const std::string tmp = out_file + ".part";
   {
