@@ -2,7 +2,9 @@
 """A gRPC client that gradsync did not write discovers the coordinator's API
 through server reflection, as grpcurl does: it lists the services, fetches
 the descriptors of gradsync.v1.JobService, and calls SubmitJob/ListJobs by
-name with messages built at run time. Also checks grpc.health.v1.
+name with messages built at run time, and the snapshot calls ListSnapshots
+and PullSnapshot (NOT_FOUND for an unknown job). Also checks
+grpc.health.v1.
 
 Usage: reflection_client.py PATH/TO/gradsync-coordinator"""
 import os
@@ -116,7 +118,30 @@ def main():
                 assert e.code() == grpc.StatusCode.INVALID_ARGUMENT
                 assert "dataset.path" in e.details()
 
-            # 5. health
+            # 5. the snapshot calls are there by name too: ListSnapshots
+            # (unary) and PullSnapshot (server-streaming) of an unknown job
+            # answer NOT_FOUND naming it.
+            for name, call in (("ListSnapshots", channel.unary_unary),
+                               ("PullSnapshot", channel.unary_stream)):
+                method = service.methods_by_name[name]
+                stub_call = call(
+                    f"/gradsync.v1.JobService/{name}",
+                    request_serializer=lambda m: m.SerializeToString(),
+                    response_deserializer=message_class(
+                        method.output_type).FromString)
+                request = message_class(method.input_type)()
+                json_format.Parse('{"job_id": "no-such-job"}', request)
+                try:
+                    reply = stub_call(request, timeout=10)
+                    if name == "PullSnapshot":
+                        list(reply)
+                    raise AssertionError(f"{name} of an unknown job answered")
+                except grpc.RpcError as e:
+                    print(f"{name}(unknown job):", e.code(), e.details())
+                    assert e.code() == grpc.StatusCode.NOT_FOUND, e.code()
+                    assert "no-such-job" in e.details(), e.details()
+
+            # 6. health
             import health_pb2
             import health_pb2_grpc
             health = health_pb2_grpc.HealthStub(channel).Check(
