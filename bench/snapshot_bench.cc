@@ -5,21 +5,26 @@
 // coordinator in this process on a loopback port with a state directory,
 // registers one worker and runs a 1-rank job so that worker is rank 0, then
 // alternates, for --rounds rounds:
-//   upload:   what rank 0 does per checkpoint (SHA-256, then
-//             WorkerService.UploadSnapshot in 1 MiB chunks, until the
-//             coordinator has verified and stored it);
+//   upload:   what rank 0 does per checkpoint (WorkerService.UploadSnapshot
+//             of the checkpoint file, read in 1 MiB chunks as they go and
+//             hashed on the way, the SHA-256 on the last chunk, until the
+//             coordinator has verified, synced and stored it);
 //   download: what a restarted rank 0 does (WorkerService.DownloadSnapshot,
-//             the coordinator re-verifying the file it serves, the worker
-//             checking order, size and SHA-256);
+//             the coordinator verifying the file as it serves it, the
+//             worker checking order, size and SHA-256);
 //   tcp:      the same bytes over a bare loopback TCP connection (1 MiB
 //             write()s; the receiver read()s them into one reused 1 MiB
 //             buffer, as iperf does, and acknowledges the last byte): the
 //             transport's ceiling on this machine.
 // Prints MB/s (10^6 bytes/s) of each round and the medians with the ratios
 // upload/tcp and download/tcp (issue 7's goal: at least 0.5 each way).
+// Also measured each round: SHA-256 over the snapshot and fsync of its
+// file, the work that cannot overlap the transfer, and the ceilings they
+// put on each direction (upload: hash + fsync; download: hash).
 //
 // Usage: gradsync-bench-snapshot [--model resnet18] [--rounds 5]
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -122,9 +127,9 @@ Rank0 StartJob(v1::WorkerService::Stub& workers, v1::JobService::Stub& jobs,
   return rank0;
 }
 
-// Rank 0's upload of checkpoint `step` (checksum included, as the agent).
+// Rank 0's upload of the checkpoint file `path` as `step`, as the agent.
 void Upload(v1::WorkerService::Stub& workers, const Rank0& rank0,
-            const std::string& bytes, int64_t step) {
+            const std::string& path, int64_t step) {
   auto ctx = Ctx(rank0.key);
   v1::SnapshotMeta stored;
   auto writer = workers.UploadSnapshot(ctx.get(), &stored);
@@ -132,15 +137,15 @@ void Upload(v1::WorkerService::Stub& workers, const Rank0& rank0,
   meta.set_job_id(rank0.job_id);
   meta.set_step(step);
   meta.set_accuracy(-1);
-  meta.set_size_bytes(static_cast<int64_t>(bytes.size()));
-  meta.set_sha256(Sha256Hex(bytes));
-  WriteSnapshotChunks(bytes, meta, [&](v1::SnapshotChunk& chunk) {
-    if (chunk.offset() == 0) {
-      chunk.set_worker_id(rank0.worker_id);
-      chunk.set_attempt(rank0.attempt);
-    }
-    return writer->Write(chunk);
-  });
+  absl::Status sent =
+      WriteSnapshotFile(path, meta, [&](v1::SnapshotChunk& chunk) {
+        if (chunk.offset() == 0) {
+          chunk.set_worker_id(rank0.worker_id);
+          chunk.set_attempt(rank0.attempt);
+        }
+        return writer->Write(chunk);
+      });
+  if (!sent.ok() && !absl::IsCancelled(sent)) Die(sent.ToString());
   writer->WritesDone();
   grpc::Status s = writer->Finish();
   if (!s.ok()) Die("upload: " + s.error_message());
@@ -211,6 +216,23 @@ double TcpSeconds(const std::string& bytes) {
   return seconds;
 }
 
+// Writes `data` to `path` and returns the seconds its fsync took (what the
+// coordinator pays once per stored snapshot).
+double WriteSyncedSeconds(const std::string& path, const std::string& data) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) Die("open " + path);
+  for (size_t off = 0; off < data.size();) {
+    const ssize_t n = write(fd, data.data() + off, data.size() - off);
+    if (n <= 0) Die("write " + path);
+    off += static_cast<size_t>(n);
+  }
+  const absl::Time start = absl::Now();
+  if (fsync(fd) != 0) Die("fsync " + path);
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  close(fd);
+  return seconds;
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -254,15 +276,21 @@ int Run(const std::string& model_name, int rounds) {
     }
   });
 
-  std::vector<double> up, down, tcp;
-  std::printf("%-6s %12s %12s %12s\n", "round", "upload MB/s", "download MB/s",
-              "tcp MB/s");
+  std::vector<double> up, down, tcp, sha, sync;
+  std::printf("%-6s %12s %14s %9s %12s %9s\n", "round", "upload MB/s",
+              "download MB/s", "tcp MB/s", "sha256 MB/s", "fsync ms");
   for (int round = 0; round <= rounds; ++round) {  // round 0: warm-up
     // Each round a distinct snapshot (one byte differs: a new SHA-256).
     std::string data = bytes;
     data.back() = static_cast<char>(round);
+    const std::string file =
+        (dir / absl::StrCat("round-", round, ".pt")).string();
+    const double f = WriteSyncedSeconds(file, data);
     absl::Time start = absl::Now();
-    Upload(*workers, rank0, data, round + 1);
+    if (Sha256Hex(data).empty()) Die("sha256");
+    const double h = mb / absl::ToDoubleSeconds(absl::Now() - start);
+    start = absl::Now();
+    Upload(*workers, rank0, file, round + 1);
     const double u = mb / absl::ToDoubleSeconds(absl::Now() - start);
     start = absl::Now();
     if (Download(*workers, rank0, round + 1) != data.size()) {
@@ -270,18 +298,31 @@ int Run(const std::string& model_name, int rounds) {
     }
     const double d = mb / absl::ToDoubleSeconds(absl::Now() - start);
     const double t = mb / TcpSeconds(data);
-    std::printf("%-6s %12.0f %12.0f %12.0f\n",
-                round == 0 ? "warmup" : std::to_string(round).c_str(), u, d, t);
+    std::printf("%-6s %12.0f %14.0f %9.0f %12.0f %9.1f\n",
+                round == 0 ? "warmup" : std::to_string(round).c_str(), u, d, t,
+                h, f * 1e3);
     if (round == 0) continue;
     up.push_back(u);
     down.push_back(d);
     tcp.push_back(t);
+    sha.push_back(h);
+    sync.push_back(f);
   }
-  const double t = Median(tcp);
+  const double u = Median(up), d = Median(down), t = Median(tcp);
+  // Work that cannot overlap the transfer: the coordinator hashes every
+  // byte it receives and syncs the file after the last one; a download's
+  // last chunk leaves only after the whole file was hashed.
+  const double up_ceiling = mb / (mb / Median(sha) + Median(sync));
+  const double down_ceiling = Median(sha);
   std::printf(
       "median: upload %.0f MB/s, download %.0f MB/s, bare loopback TCP %.0f "
-      "MB/s\nratio to TCP: upload %.2f, download %.2f (goal >= 0.5)\n",
-      Median(up), Median(down), t, Median(up) / t, Median(down) / t);
+      "MB/s\n"
+      "ratio to TCP: upload %.2f, download %.2f (goal >= 0.5)\n"
+      "serial work per snapshot: SHA-256 at %.0f MB/s, fsync %.1f ms -> "
+      "ceilings upload %.0f MB/s, download %.0f MB/s\n"
+      "ratio to those ceilings: upload %.2f, download %.2f\n",
+      u, d, t, u / t, d / t, Median(sha), Median(sync) * 1e3, up_ceiling,
+      down_ceiling, u / up_ceiling, d / down_ceiling);
   stop = true;
   beater.join();
   (*server)->Shutdown();

@@ -33,8 +33,16 @@ grpc::Status ReceiveSnapshot(
   absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> upload =
       store.Begin(info, max_bytes, retention);
   if (!upload.ok()) return ToGrpcStatus(upload.status());
+  std::string trailer;  // the checksum sent on the last chunk, if any
   v1::SnapshotChunk chunk = first;
   do {
+    if (!trailer.empty()) {
+      return grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("snapshot upload: chunk at byte ", chunk.offset(),
+                       " after the chunk that carried the checksum (it "
+                       "belongs on the last one)"));
+    }
     if (static_cast<int64_t>(chunk.data().size()) > kSnapshotChunkBytes) {
       return grpc::Status(
           grpc::StatusCode::INVALID_ARGUMENT,
@@ -45,8 +53,21 @@ grpc::Status ReceiveSnapshot(
         !s.ok()) {
       return ToGrpcStatus(s);  // the upload is discarded
     }
+    trailer = chunk.sha256();
   } while (reader->Read(&chunk));
-  absl::StatusOr<SnapshotInfo> done = (*upload)->Commit(meta.sha256());
+  if (meta.sha256().empty() && trailer.empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "snapshot upload: no checksum (neither meta.sha256 "
+                        "nor sha256 on the last chunk)");
+  }
+  if (!meta.sha256().empty() && !trailer.empty() && meta.sha256() != trailer) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("snapshot upload: the meta's checksum ", meta.sha256(),
+                     " and the last chunk's ", trailer, " differ"));
+  }
+  absl::StatusOr<SnapshotInfo> done =
+      (*upload)->Commit(trailer.empty() ? meta.sha256() : trailer);
   if (!done.ok()) return ToGrpcStatus(done.status());
   *stored = ToMeta(*done);
   return grpc::Status::OK;

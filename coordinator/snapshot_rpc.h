@@ -19,8 +19,9 @@ namespace gradsync {
 v1::SnapshotMeta ToMeta(const SnapshotInfo& info);
 
 // Reads an upload whose first chunk, `first`, was already read, into the
-// store under `retention`; at most `max_bytes`. INVALID_ARGUMENT for bad
-// chunks, sizes or checksums (nothing is kept then).
+// store under `retention`; at most `max_bytes`. The checksum comes in the
+// meta or on the last chunk. INVALID_ARGUMENT for bad chunks, sizes or
+// checksums (nothing is kept then).
 grpc::Status ReceiveSnapshot(
     const v1::SnapshotChunk& first,
     grpc::ServerReaderInterface<v1::SnapshotChunk>* reader,
@@ -28,7 +29,8 @@ grpc::Status ReceiveSnapshot(
     v1::SnapshotMeta* stored);
 
 // Streams the job's snapshot of `step` (the latest when step < 0):
-// NOT_FOUND when there is none, DATA_LOSS when its file is damaged.
+// NOT_FOUND when there is none, DATA_LOSS when its file is damaged (found
+// while sending, before the last chunk: see SnapshotStore::ReadChunks).
 grpc::Status SendSnapshot(
     const std::string& job_id, int64_t step, SnapshotStore& store,
     grpc::ServerWriterInterface<v1::SnapshotChunk>* writer);

@@ -1,6 +1,7 @@
 #include "coordinator/snapshot_store.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -309,48 +310,53 @@ absl::Status SnapshotStore::ReadChunks(
     const SnapshotInfo& info, int64_t chunk_bytes,
     const std::function<bool(int64_t offset, absl::string_view data)>& chunk) {
   const std::string path = PathOf(info);
-  // One descriptor for both passes: retention may unlink the file meanwhile.
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  auto damaged = [&](absl::string_view what) {
     return absl::DataLossError(
-        absl::StrCat("snapshot file ", path, " is missing"));
-  }
-  std::string buffer(static_cast<size_t>(std::max<int64_t>(1, chunk_bytes)),
-                     '\0');
-  // Reads the piece at `offset` into `buffer`; false on a read error or end
-  // of file.
-  auto read_at = [&](int64_t offset, size_t* got) {
-    const ssize_t n = pread(fd, buffer.data(), buffer.size(), offset);
-    if (n <= 0) return false;
-    *got = static_cast<size_t>(n);
-    return true;
+        absl::StrCat("snapshot file ", path, " ", what, "; not served"));
   };
-  Sha256 sha256;
-  int64_t size = 0;
-  for (size_t got = 0; read_at(size, &got); size += got) {
-    sha256.Update(absl::string_view(buffer.data(), got));
-  }
-  if (size != info.size || sha256.HexDigest() != info.sha256) {
+  // One descriptor throughout: retention may unlink the file meanwhile.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return damaged("is missing");
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size != info.size) {
     close(fd);
-    return absl::DataLossError(
-        absl::StrCat("snapshot file ", path,
-                     " is corrupt (checksum or size differs from "
-                     "the upload's); not served"));
+    return damaged(absl::StrCat("is not ", info.size, " bytes long"));
   }
+  (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  std::string buffer(static_cast<size_t>(std::clamp<int64_t>(
+                         chunk_bytes, 1, std::max<int64_t>(1, info.size))),
+                     '\0');
+  Sha256 sha256;
   absl::Status status;
-  for (int64_t offset = 0; offset < size;) {
+  int64_t offset = 0;
+  do {
+    const size_t want = static_cast<size_t>(std::min<int64_t>(
+        static_cast<int64_t>(buffer.size()), info.size - offset));
     size_t got = 0;
-    if (!read_at(offset, &got)) {
-      status = absl::DataLossError(
-          absl::StrCat("snapshot file ", path, " changed while being read"));
+    while (got < want) {
+      const ssize_t n =
+          pread(fd, buffer.data() + got, want - got, offset + got);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    if (got < want) {
+      status = damaged("could not be read to its end");
       break;
     }
-    if (!chunk(offset, absl::string_view(buffer.data(), got))) {
+    const absl::string_view piece(buffer.data(), want);
+    sha256.Update(piece);
+    // The last piece goes out only once the whole file checked out.
+    if (offset + static_cast<int64_t>(want) == info.size &&
+        sha256.HexDigest() != info.sha256) {
+      status = damaged("is corrupt (its checksum differs from the upload's)");
+      break;
+    }
+    if (!chunk(offset, piece)) {
       status = absl::CancelledError("the snapshot's reader went away");
       break;
     }
-    offset += static_cast<int64_t>(got);
-  }
+    offset += static_cast<int64_t>(want);
+  } while (offset < info.size);
   close(fd);
   return status;
 }

@@ -104,10 +104,12 @@ class SnapshotStore {
   // the job (and step) otherwise.
   absl::StatusOr<SnapshotInfo> Find(const std::string& job_id, int64_t step);
   // Streams a snapshot's bytes to `chunk` in order, in pieces of at most
-  // `chunk_bytes`, after checking the whole file's size and SHA-256 (one
-  // pass over it first; memory stays at one piece): DATA_LOSS naming the
-  // file when damaged, and then `chunk` is never called. CANCELLED when
-  // `chunk` returns false.
+  // `chunk_bytes` (at least one call, even for an empty file), reading the
+  // file once and hashing it on the way; memory stays at one piece.
+  // DATA_LOSS naming the file when it is damaged: a wrong size is found
+  // before any piece, a wrong checksum before the last piece, which is then
+  // never given, so a reader has the snapshot only when this returns OK.
+  // CANCELLED when `chunk` returns false.
   absl::Status ReadChunks(
       const SnapshotInfo& info, int64_t chunk_bytes,
       const std::function<bool(int64_t offset, absl::string_view data)>& chunk);

@@ -1,10 +1,14 @@
 #include "coordinator/snapshot_stream.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/sha256.h"
@@ -36,21 +40,63 @@ void ReserveSnapshotBuffer(std::string* data, int64_t size) {
 
 }  // namespace
 
-bool WriteSnapshotChunks(absl::string_view data, const v1::SnapshotMeta& meta,
-                         const std::function<bool(v1::SnapshotChunk&)>& write) {
+absl::Status WriteSnapshotFile(
+    const std::string& path, v1::SnapshotMeta meta,
+    const std::function<bool(v1::SnapshotChunk&)>& write) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(
+        absl::StrCat("snapshot file ", path, ": ", std::strerror(errno)));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return absl::DataLossError(absl::StrCat("cannot stat ", path));
+  }
+  (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  const int64_t size = st.st_size;
+  meta.set_size_bytes(size);
+  meta.clear_sha256();  // sent after the bytes instead
+  Sha256 sha256;
+  v1::SnapshotChunk chunk;  // reused: its buffer is allocated once
+  absl::Status status;
   int64_t offset = 0;
   do {
-    // A fresh message per chunk: `write` may have set fields on the first.
-    v1::SnapshotChunk chunk;
-    if (offset == 0) *chunk.mutable_meta() = meta;
+    if (offset == 0) {
+      *chunk.mutable_meta() = meta;
+    } else {
+      chunk.clear_meta();  // and what `write` added to the first chunk
+      chunk.clear_worker_id();
+      chunk.clear_attempt();
+    }
     chunk.set_offset(offset);
-    const int64_t n = std::min<int64_t>(
-        kSnapshotChunkBytes, static_cast<int64_t>(data.size()) - offset);
-    chunk.mutable_data()->assign(data.data() + offset, static_cast<size_t>(n));
-    if (!write(chunk)) return false;
-    offset += n;
-  } while (offset < static_cast<int64_t>(data.size()));
-  return true;
+    const size_t want = static_cast<size_t>(
+        std::min<int64_t>(kSnapshotChunkBytes, size - offset));
+    std::string* data = chunk.mutable_data();
+    data->resize(want);
+    size_t got = 0;
+    while (got < want) {
+      const ssize_t n = pread(fd, data->data() + got, want - got,
+                              offset + static_cast<int64_t>(got));
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    if (got < want) {
+      status = absl::DataLossError(
+          absl::StrCat("snapshot file ", path, " ended at byte ", offset + got,
+                       " of ", size, " while being sent"));
+      break;
+    }
+    sha256.Update(*data);
+    offset += static_cast<int64_t>(want);
+    if (offset == size) chunk.set_sha256(sha256.HexDigest());
+    if (!write(chunk)) {
+      status = absl::CancelledError("the upload stream closed");
+      break;
+    }
+  } while (offset < size);
+  close(fd);
+  return status;
 }
 
 grpc::Status ReadSnapshotChunks(

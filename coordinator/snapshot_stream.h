@@ -1,7 +1,7 @@
 // A model snapshot as a gRPC stream of SnapshotChunk (snapshot.proto), both
-// ways: cutting bytes into in-order chunks of at most kSnapshotChunkBytes
-// (coordinator downloads, worker uploads) and putting a received stream
-// back together with its checks (worker and CLI downloads).
+// ways: a checkpoint file cut into in-order chunks of at most
+// kSnapshotChunkBytes (worker uploads) and a received stream put back
+// together with its checks (worker and CLI downloads).
 // Thread safety: free functions.
 #pragma once
 
@@ -12,6 +12,7 @@
 #include <functional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "gradsync/v1/snapshot.pb.h"
 
@@ -19,11 +20,18 @@ namespace gradsync {
 
 inline constexpr int64_t kSnapshotChunkBytes = 1 << 20;
 
-// Calls `write` with each chunk of `data` in order (offset and data set,
-// `meta` on the first; the callee may add fields) until it returns false.
-// True when every chunk was written.
-bool WriteSnapshotChunks(absl::string_view data, const v1::SnapshotMeta& meta,
-                         const std::function<bool(v1::SnapshotChunk&)>& write);
+// Streams the file at `path` as an upload: `meta` (its size_bytes set from
+// the file, sha256 left empty) on the first chunk, the bytes in pieces of at
+// most kSnapshotChunkBytes read as they go, and their SHA-256 on the last
+// chunk; the file is read once and memory stays at one chunk. `write` gets
+// each chunk in order (it may set worker_id and attempt on the first) until it
+// returns false. NOT_FOUND / DATA_LOSS naming the file when it cannot be opened
+// or read to its end (the upload must then be cancelled); CANCELLED when
+// `write` returned false (the stream's Finish() says why); OK when all was
+// written.
+absl::Status WriteSnapshotFile(
+    const std::string& path, v1::SnapshotMeta meta,
+    const std::function<bool(v1::SnapshotChunk&)>& write);
 
 // Reads a whole snapshot stream into *meta and *data: the stream's own
 // error, or DATA_LOSS for a chunk out of order or bytes whose size or

@@ -12,7 +12,6 @@
 #include "absl/time/clock.h"
 #include "coordinator/auth.h"
 #include "coordinator/grpc_status.h"
-#include "coordinator/sha256.h"
 #include "coordinator/snapshot_stream.h"
 #include "worker/checkpoint.h"
 #include "worker/comm/communicator.h"
@@ -331,9 +330,6 @@ grpc::Status Agent::FlushMetrics(Task* task) {
 
 absl::Status Agent::UploadSnapshot(Task* task,
                                    const v1::CheckpointCommit& commit) {
-  absl::StatusOr<std::vector<char>> file = ReadFileBytes(commit.path());
-  if (!file.ok()) return file.status();
-  const absl::string_view bytes(file->data(), file->size());
   auto ctx = Ctx(absl::Minutes(5), task->worker_key);
   v1::SnapshotMeta stored;
   auto writer = stub_->UploadSnapshot(ctx.get(), &stored);
@@ -342,16 +338,20 @@ absl::Status Agent::UploadSnapshot(Task* task,
   meta.set_step(commit.step());
   meta.set_epoch(commit.epoch());
   meta.set_accuracy(task->accuracy);
-  meta.set_size_bytes(static_cast<int64_t>(bytes.size()));
-  meta.set_sha256(Sha256Hex(bytes));
-  // A failed write ends the stream; Finish() says why.
-  WriteSnapshotChunks(bytes, meta, [&](v1::SnapshotChunk& chunk) {
-    if (chunk.offset() == 0) {
-      chunk.set_worker_id(task->worker_id);
-      chunk.set_attempt(task->assignment.attempt());
-    }
-    return writer->Write(chunk);
-  });
+  absl::Status sent =
+      WriteSnapshotFile(commit.path(), meta, [&](v1::SnapshotChunk& chunk) {
+        if (chunk.offset() == 0) {
+          chunk.set_worker_id(task->worker_id);
+          chunk.set_attempt(task->assignment.attempt());
+        }
+        return writer->Write(chunk);
+      });
+  if (!sent.ok() && !absl::IsCancelled(sent)) {
+    ctx->TryCancel();  // the coordinator keeps nothing of it
+    (void)writer->Finish();
+    return sent;
+  }
+  // A failed write ended the stream; Finish() says why.
   writer->WritesDone();
   return FromGrpcStatus(writer->Finish());
 }

@@ -11,6 +11,7 @@
 #include "coordinator/auth.h"
 #include "coordinator/cli/commands.h"
 #include "coordinator/snapshot_store.h"
+#include "coordinator/snapshot_stream.h"
 #include "test_cluster.h"
 
 namespace gradsync::testing {
@@ -24,11 +25,20 @@ std::string Model(size_t n) {
   return s;
 }
 
+// Where an upload sends its checksum.
+enum class Sum {
+  kMeta,       // meta.sha256
+  kLastChunk,  // sha256 on the last chunk, meta.sha256 empty
+  kBoth,       // both, and they differ
+  kEarly,      // on the first of several chunks only
+  kNone,
+};
+
 // Uploads `data` as worker `w` in chunks of `chunk` bytes; `gap` skips the
 // second chunk's bytes; `stop_after` ends the stream early (an abort).
 grpc::Status Upload(TestCluster& c, const SimWorker& w, const std::string& data,
                     int64_t step, size_t chunk = 3000, bool gap = false,
-                    size_t stop_after = 0) {
+                    size_t stop_after = 0, Sum sum = Sum::kMeta) {
   auto ctx = w.Context(30);
   v1::SnapshotMeta stored;
   auto writer = c.workers().UploadSnapshot(ctx.get(), &stored);
@@ -44,12 +54,19 @@ grpc::Status Upload(TestCluster& c, const SimWorker& w, const std::string& data,
       m->set_epoch(1);
       m->set_accuracy(0.75);
       m->set_size_bytes(static_cast<int64_t>(data.size()));
-      m->set_sha256(Sha256Hex(data));
+      if (sum == Sum::kMeta || sum == Sum::kBoth) {
+        m->set_sha256(Sha256Hex(data));
+      }
       ch.set_worker_id(w.id());
       ch.set_attempt(w.task()->attempt());
+      if (sum == Sum::kEarly) ch.set_sha256(Sha256Hex(data));
     }
     ch.set_offset(static_cast<int64_t>(off));
     ch.set_data(data.substr(off, chunk));
+    if (off + chunk >= data.size()) {  // the last chunk
+      if (sum == Sum::kLastChunk) ch.set_sha256(Sha256Hex(data));
+      if (sum == Sum::kBoth) ch.set_sha256(Sha256Hex(data + "x"));
+    }
     if (!writer->Write(ch)) break;
     ++sent;
   }
@@ -172,7 +189,20 @@ TEST_F(SnapshotServiceTest, OnlyRankZeroUploadsAndBadUploadsLeaveNothing) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(s.error_message().find("more than 1048576"), std::string::npos)
       << s.error_message();
-  s = Upload(c, *w0_, model, 5);
+  s = Upload(c, *w0_, model, 6, 3000, false, 0, Sum::kNone);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("no checksum"), std::string::npos)
+      << s.error_message();
+  s = Upload(c, *w0_, model, 7, 3000, false, 0, Sum::kBoth);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("differ"), std::string::npos)
+      << s.error_message();
+  s = Upload(c, *w0_, model, 8, 3000, false, 0, Sum::kEarly);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("belongs on the last one"),
+            std::string::npos)
+      << s.error_message();
+  s = Upload(c, *w0_, model, 5, 3000, false, 0, Sum::kLastChunk);
   EXPECT_TRUE(s.ok()) << s.error_message();
   std::string out;
   RunCli(
@@ -180,6 +210,9 @@ TEST_F(SnapshotServiceTest, OnlyRankZeroUploadsAndBadUploadsLeaveNothing) {
   EXPECT_EQ(out.find("\n2 "), std::string::npos) << out;
   EXPECT_EQ(out.find("\n3 "), std::string::npos) << out;
   EXPECT_EQ(out.find("\n4 "), std::string::npos) << out;
+  for (const char* step : {"\n6 ", "\n7 ", "\n8 "}) {
+    EXPECT_EQ(out.find(step), std::string::npos) << out;
+  }
   EXPECT_NE(out.find("\n5 "), std::string::npos) << out;
   int files = 0;
   for (const auto& e : fs::directory_iterator(state_ + "/snapshots")) {
@@ -187,6 +220,60 @@ TEST_F(SnapshotServiceTest, OnlyRankZeroUploadsAndBadUploadsLeaveNothing) {
              e.path().filename().string().rfind("upload-", 0) == 0;
   }
   EXPECT_EQ(files, 1);  // step 5's, nothing half-written
+}
+
+// What the agent does: WriteSnapshotFile reads the checkpoint file in
+// 1 MiB chunks and sends the checksum on the last one.
+TEST_F(SnapshotServiceTest, AFileStreamsInChunksWithItsChecksumLast) {
+  TestCluster& c = *cluster_;
+  const std::string model = Model(2 * kSnapshotChunkBytes + 12345);
+  const std::string path = state_ + "/ckpt.pt";
+  std::ofstream(path, std::ios::binary) << model;
+  v1::SnapshotMeta meta;
+  meta.set_job_id(job_);
+  meta.set_step(9);
+  meta.set_accuracy(-1);
+  auto send = [&](const std::string& file, int* chunks) {
+    auto ctx = w0_->Context(30);
+    v1::SnapshotMeta stored;
+    auto writer = c.workers().UploadSnapshot(ctx.get(), &stored);
+    absl::Status sent =
+        WriteSnapshotFile(file, meta, [&](v1::SnapshotChunk& chunk) {
+          ++*chunks;
+          if (chunk.offset() == 0) {
+            EXPECT_EQ(chunk.meta().size_bytes(),
+                      static_cast<int64_t>(model.size()));
+            EXPECT_TRUE(chunk.meta().sha256().empty());
+            chunk.set_worker_id(w0_->id());
+            chunk.set_attempt(w0_->task()->attempt());
+          } else {
+            EXPECT_FALSE(chunk.has_meta());
+          }
+          EXPECT_EQ(chunk.sha256().empty(),
+                    chunk.offset() + chunk.data().size() < model.size());
+          return writer->Write(chunk);
+        });
+    if (!sent.ok()) ctx->TryCancel();
+    writer->WritesDone();
+    (void)writer->Finish();
+    return sent;
+  };
+  int chunks = 0;
+  ASSERT_TRUE(send(path, &chunks).ok());
+  EXPECT_EQ(chunks, 3);
+  const std::string pulled = state_ + "/pulled.pt";
+  ASSERT_EQ(RunCli(c,
+                   [&](cli::Cli& cli) {
+                     return cli.ModelPull(job_, 9, true, pulled);
+                   }),
+            0);
+  EXPECT_EQ(ReadFile(pulled), model);
+
+  chunks = 0;
+  absl::Status missing = send(state_ + "/no-such.pt", &chunks);
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.message().find("no-such.pt"), std::string::npos) << missing;
+  EXPECT_EQ(chunks, 0);
 }
 
 TEST_F(SnapshotServiceTest, SnapshotsSurviveARestartAndDamageIsReported) {

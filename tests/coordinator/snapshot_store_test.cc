@@ -143,6 +143,48 @@ TEST_F(SnapshotStoreTest, ADamagedFileIsReportedNotServed) {
       << read.status();
 }
 
+// Damage is found while streaming: a wrong checksum before the last piece
+// (which is never given), a wrong size before the first.
+TEST_F(SnapshotStoreTest, ReadChunksNeverGivesTheLastPieceOfADamagedFile) {
+  auto store = Open();
+  const std::string data = Bytes(4, 2000);
+  absl::StatusOr<SnapshotInfo> info = Upload(*store, "job-1", 4, data);
+  ASSERT_TRUE(info.ok());
+  std::vector<int64_t> offsets;
+  auto collect = [&](int64_t offset, absl::string_view piece) {
+    offsets.push_back(offset);
+    EXPECT_EQ(piece, absl::string_view(data).substr(offset, 500));
+    return true;
+  };
+  ASSERT_TRUE(store->ReadChunks(*info, 500, collect).ok());
+  EXPECT_EQ(offsets, (std::vector<int64_t>{0, 500, 1000, 1500}));
+
+  {
+    std::fstream f(store->PathOf(*info),
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(1999);
+    f.put('\x7f');
+  }
+  offsets.clear();
+  absl::Status s =
+      store->ReadChunks(*info, 500, [&](int64_t offset, absl::string_view) {
+        offsets.push_back(offset);
+        return true;
+      });
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_EQ(offsets, (std::vector<int64_t>{0, 500, 1000}));
+
+  fs::resize_file(store->PathOf(*info), 1999);
+  offsets.clear();
+  s = store->ReadChunks(*info, 500, [&](int64_t offset, absl::string_view) {
+    offsets.push_back(offset);
+    return true;
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_NE(s.message().find("is not 2000 bytes long"), std::string::npos) << s;
+  EXPECT_TRUE(offsets.empty());
+}
+
 TEST_F(SnapshotStoreTest, RetentionKeepsTheLastKAndTheBest) {
   auto store = Open(/*keep_last=*/2);
   const double accuracy[] = {0.5, 0.9, 0.6, 0.7, 0.65};
