@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "coordinator/grpc_status.h"
 #include "coordinator/snapshot_rpc.h"
 
@@ -12,7 +13,45 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* context,
   if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
     return s;
   }
-  return Reply(coordinator_->SubmitJob(request->spec()), response);
+  v1::JobSpec spec = request->spec();
+  if (absl::Status s = PinResumeSnapshot(&spec); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  return Reply(coordinator_->SubmitJob(std::move(spec)), response);
+}
+
+absl::Status JobServiceImpl::PinResumeSnapshot(v1::JobSpec* spec) {
+  v1::CheckpointSpec* c = spec->mutable_checkpoint();
+  if (c->resume_snapshot_job().empty()) {
+    if (c->resume_snapshot_step() != 0) {
+      return absl::InvalidArgumentError(
+          "checkpoint.resume_snapshot_step needs "
+          "checkpoint.resume_snapshot_job");
+    }
+    return absl::OkStatus();
+  }
+  if (!c->resume_from().empty()) {
+    return absl::InvalidArgumentError(
+        "checkpoint.resume_from and checkpoint.resume_snapshot_job are "
+        "exclusive: resume from a file or from a snapshot");
+  }
+  if (c->resume_snapshot_step() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint.resume_snapshot_step must be >= 0 (0 = the "
+                     "latest), got ",
+                     c->resume_snapshot_step()));
+  }
+  if (absl::StatusOr<v1::Job> from =
+          coordinator_->GetJob(c->resume_snapshot_job());
+      !from.ok()) {
+    return from.status();
+  }
+  absl::StatusOr<SnapshotInfo> info = snapshots_->Find(
+      c->resume_snapshot_job(),
+      c->resume_snapshot_step() == 0 ? -1 : c->resume_snapshot_step());
+  if (!info.ok()) return info.status();
+  c->set_resume_snapshot_step(info->step);  // "latest" means now
+  return absl::OkStatus();
 }
 
 grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* context,

@@ -45,6 +45,10 @@ class JobServiceImpl final : public v1::JobService::Service {
       grpc::ServerWriter<v1::SnapshotChunk>* writer) override;
 
  private:
+  // A spec that starts from another job's snapshot: checks that the job and
+  // snapshot exist (NOT_FOUND) and fixes "latest" to its step.
+  absl::Status PinResumeSnapshot(v1::JobSpec* spec);
+
   Coordinator* const coordinator_;
   const Authenticator* const auth_;
   SnapshotStore* const snapshots_;

@@ -227,7 +227,18 @@ grpc::Status WorkerServiceImpl::DownloadSnapshot(
       !s.ok()) {
     return s;
   }
-  return SendSnapshot(request->job_id(),
+  const std::string& from = request->snapshot_job_id();
+  if (!from.empty() && from != request->job_id()) {
+    absl::StatusOr<v1::Job> job = coordinator_->GetJob(request->job_id());
+    if (!job.ok()) return ToGrpcStatus(job.status());
+    if (job->spec().checkpoint().resume_snapshot_job() != from) {
+      return grpc::Status(
+          grpc::StatusCode::PERMISSION_DENIED,
+          absl::StrCat("job ", request->job_id(),
+                       " does not start from a snapshot of job ", from));
+    }
+  }
+  return SendSnapshot(from.empty() ? request->job_id() : from,
                       request->has_step() ? request->step() : -1, *snapshots_,
                       writer);
 }

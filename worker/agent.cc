@@ -363,6 +363,7 @@ absl::StatusOr<std::vector<char>> Agent::DownloadSnapshot(Task* task) {
   request.set_job_id(a.job_id());
   request.set_attempt(a.attempt());
   request.set_step(a.resume_snapshot_step());
+  request.set_snapshot_job_id(a.resume_snapshot_job());
   request.set_has_step(true);
   std::string data;
   v1::SnapshotMeta meta;
@@ -378,10 +379,10 @@ absl::StatusOr<std::vector<char>> Agent::DownloadSnapshot(Task* task) {
         absl::StrCat("download snapshot of step ", a.resume_snapshot_step(),
                      ": ", status.message()));
   }
-  Log(
-      absl::StrFormat("%s resumes from the coordinator's snapshot of step %d "
-                      "(%.1f MB)",
-                      a.job_id(), meta.step(), data.size() / 1e6));
+  Log(absl::StrFormat(
+      "%s resumes from the coordinator's snapshot of %s step "
+      "%d (%.1f MB)",
+      a.job_id(), meta.job_id(), meta.step(), data.size() / 1e6));
   return std::vector<char>(data.begin(), data.end());
 }
 

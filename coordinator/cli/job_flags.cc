@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace gradsync::cli {
 namespace {
@@ -96,6 +98,20 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
     spec.mutable_checkpoint()->set_interval_steps(*f.checkpoint_interval);
   }
   if (f.resume_from) spec.mutable_checkpoint()->set_resume_from(*f.resume_from);
+  if (f.resume_snapshot) {
+    const std::vector<std::string> parts =
+        absl::StrSplit(*f.resume_snapshot, ':');
+    int64_t step = 0;
+    if (parts.size() > 2 || parts[0].empty() ||
+        (parts.size() == 2 &&
+         (!absl::SimpleAtoi(parts[1], &step) || step <= 0))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--resume-snapshot wants JOB or JOB:STEP (STEP >= 1), got '",
+          *f.resume_snapshot, "'"));
+    }
+    spec.mutable_checkpoint()->set_resume_snapshot_job(parts[0]);
+    spec.mutable_checkpoint()->set_resume_snapshot_step(step);
+  }
   if (f.grad_accumulation)
     spec.set_grad_accumulation_steps(*f.grad_accumulation);
   if (f.max_restarts) spec.set_max_restarts(*f.max_restarts);

@@ -15,7 +15,8 @@ namespace gradsync::cli {
 struct JobFlags {
   std::string file;
   std::optional<std::string> name, dataset, split, eval_split, model, optimizer,
-      augmentation, backend, checkpoint_dir, compression, resume_from;
+      augmentation, backend, checkpoint_dir, compression, resume_from,
+      resume_snapshot;  // JOB or JOB:STEP
   std::optional<int> epochs, batch_size, loader_threads, prefetch_depth,
       workers, min_workers, max_workers, channels, grad_accumulation,
       max_restarts;
@@ -26,9 +27,9 @@ struct JobFlags {
   bool drop_last = false;
 };
 
-// INVALID_ARGUMENT for an unreadable or malformed file, or an unknown
-// optimizer/backend name. Relative dataset and checkpoint paths are made
-// absolute against the current directory.
+// INVALID_ARGUMENT for an unreadable or malformed file, an unknown
+// optimizer/backend name or a malformed --resume-snapshot. Relative dataset and
+// checkpoint paths are made absolute against the current directory.
 absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& flags);
 
 }  // namespace gradsync::cli

@@ -98,6 +98,9 @@ int main(int argc, char** argv) {
   submit->add_option("--resume-from", f.resume_from,
                      "start from this checkpoint file, or a directory's "
                      "latest");
+  submit->add_option("--resume-snapshot", f.resume_snapshot,
+                     "start from another job's snapshot kept by the "
+                     "coordinator: JOB (its latest) or JOB:STEP");
   submit->add_option("--collective-timeout-ms", f.collective_timeout_ms,
                      "deadline of each collective");
   submit->add_option("--grad-accumulation", f.grad_accumulation,

@@ -78,6 +78,22 @@ TEST_F(CliTest, BadInputPrintsTheMessageAndFails) {
   r = Run([](cli::Cli& c) { return c.Status("job-31337"); });
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("NOT_FOUND"), std::string::npos) << r.err;
+  for (const char* bad : {"job-1:x", "job-1:0", ":5", "job-1:2:3"}) {
+    f = Flags(2);
+    f.resume_snapshot = bad;
+    r = Run([&](cli::Cli& c) { return c.Submit(f, false); });
+    EXPECT_EQ(r.code, 1) << bad;
+    EXPECT_NE(r.err.find("--resume-snapshot wants JOB or JOB:STEP"),
+              std::string::npos)
+        << r.err;
+  }
+  f = Flags(2);
+  f.resume_snapshot = "job-31337:4";  // well formed, but no such job
+  r = Run([&](cli::Cli& c) { return c.Submit(f, false); });
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("NOT_FOUND: job 'job-31337' not found"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(CliTest, JobFileWithFlagOverrides) {

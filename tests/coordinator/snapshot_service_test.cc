@@ -276,6 +276,72 @@ TEST_F(SnapshotServiceTest, AFileStreamsInChunksWithItsChecksumLast) {
   EXPECT_EQ(chunks, 0);
 }
 
+// gradsync submit --resume-snapshot JOB[:STEP]: a new job starts from a
+// snapshot of another; its workers may fetch that one and no other.
+TEST_F(SnapshotServiceTest, ANewJobStartsFromAnotherJobsSnapshot) {
+  TestCluster& c = *cluster_;
+  const std::string old_model = Model(4000), model = Model(5000);
+  ASSERT_TRUE(Upload(c, *w0_, old_model, 12).ok());
+  ASSERT_TRUE(Upload(c, *w0_, model, 20).ok());
+
+  auto submit = [&](const std::string& from, int64_t step,
+                    const std::string& resume_from, v1::Job* job) {
+    v1::SubmitJobRequest request;
+    *request.mutable_spec() = c.Spec(1);
+    request.mutable_spec()->mutable_checkpoint()->set_resume_snapshot_job(from);
+    request.mutable_spec()->mutable_checkpoint()->set_resume_snapshot_step(
+        step);
+    request.mutable_spec()->mutable_checkpoint()->set_resume_from(resume_from);
+    grpc::ClientContext ctx;
+    return c.job_stub()->SubmitJob(&ctx, request, job);
+  };
+  v1::Job job;
+  grpc::Status s = submit("job-999", 0, "", &job);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  s = submit(job_, 13, "", &job);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  EXPECT_NE(s.error_message().find("13"), std::string::npos)
+      << s.error_message();
+  s = submit(job_, 0, "/some/ckpt.pt", &job);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << s.error_message();
+  s = submit("", 5, "", &job);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << s.error_message();
+  ASSERT_TRUE(submit(job_, 0, "", &job).ok());
+  EXPECT_EQ(job.spec().checkpoint().resume_snapshot_step(), 20);  // pinned
+
+  SimWorker w(c.workers(), "host-b");
+  const v1::Assignment a = w.AwaitAssignment();
+  ASSERT_EQ(a.job_id(), job.id());
+  EXPECT_TRUE(a.has_resume_snapshot());
+  EXPECT_EQ(a.resume_snapshot_job(), job_);
+  EXPECT_EQ(a.resume_snapshot_step(), 20);
+  EXPECT_FALSE(a.resume_remaining());  // its own position, as resume_from
+  EXPECT_FALSE(a.spec().checkpoint().resume_from().empty());
+
+  auto download = [&](const std::string& from, std::string* got) {
+    v1::PullSnapshotRequest request;
+    request.set_worker_id(w.id());
+    request.set_job_id(job.id());
+    request.set_attempt(a.attempt());
+    request.set_snapshot_job_id(from);
+    request.set_step(a.resume_snapshot_step());
+    request.set_has_step(true);
+    auto ctx = w.Context(30);
+    auto reader = c.workers().DownloadSnapshot(ctx.get(), request);
+    v1::SnapshotMeta meta;
+    return ReadSnapshotChunks(*ctx, *reader, &meta, got);
+  };
+  std::string got;
+  s = download(job_, &got);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(got, model);
+  s = download("job-999", &got);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+      << s.error_message();
+}
+
 TEST_F(SnapshotServiceTest, SnapshotsSurviveARestartAndDamageIsReported) {
   const std::string model = Model(5000);
   ASSERT_TRUE(Upload(*cluster_, *w0_, model, 7).ok());

@@ -328,13 +328,17 @@ def main():
         opt.load_state_dict(saved["optimizer"])
         assert float(opt.state_dict()["state"][0]["step"]) == 20
 
-        # 1b. Resume from that checkpoint for a second epoch: training
-        # continues at step 21 with the saved model, optimizer and RNG.
+        # 1b. A new job resumes from that job's snapshot in the coordinator
+        # (no path shared; --resume-from FILE is the local alternative) for
+        # a second epoch: training continues at step 21 with the saved
+        # model, optimizer and RNG.
         resumed = json.loads(cluster.cli(
             "--json", "submit", "--name", "e2e-resume", "--dataset", subset,
             "--eval-split", "test", "--model", "fashion_cnn", "--epochs", "2",
-            "--batch-size", "50", "-n", "2", "--resume-from", ckpt,
+            "--batch-size", "50", "-n", "2", "--resume-snapshot", job["id"],
             "--checkpoint-dir", ckpt + "-resumed").stdout)
+        assert resumed["spec"]["checkpoint"]["resume_snapshot_step"] in (
+            20, "20"), resumed["spec"]["checkpoint"]
         assert cluster.cli("watch", resumed["id"], timeout=600,
                            check=False).returncode == 0
         done = json.loads(cluster.cli("--json", "status", resumed["id"]).stdout)
@@ -347,6 +351,9 @@ def main():
         print(f"e2e: resumed at step 21, epoch 2 accuracy "
               f"{100 * evals[-1]['accuracy']:.2f}%")
         assert os.listdir(ckpt + "-resumed") == ["model-step-40.pt"]
+        fetched = f"resumes from the coordinator's snapshot of {job['id']} step 20"
+        assert any(fetched in open(os.path.join(work, f"worker{i}.log")).read()
+                   for i in range(2)), "rank 0 did not fetch the snapshot"
 
         # 2. Cancel while RUNNING: workers become idle and are reusable,
         # with no thread, child process or listening port left behind.
