@@ -137,14 +137,9 @@ void Upload(v1::WorkerService::Stub& workers, const Rank0& rank0,
   meta.set_job_id(rank0.job_id);
   meta.set_step(step);
   meta.set_accuracy(-1);
-  absl::Status sent =
-      WriteSnapshotFile(path, meta, [&](v1::SnapshotChunk& chunk) {
-        if (chunk.offset() == 0) {
-          chunk.set_worker_id(rank0.worker_id);
-          chunk.set_attempt(rank0.attempt);
-        }
-        return writer->Write(chunk);
-      });
+  absl::Status sent = WriteSnapshotFile(
+      path, meta, rank0.worker_id, rank0.attempt,
+      [&](const v1::SnapshotChunk& chunk) { return writer->Write(chunk); });
   if (!sent.ok() && !absl::IsCancelled(sent)) Die(sent.ToString());
   writer->WritesDone();
   grpc::Status s = writer->Finish();

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "coordinator/pread_full.h"
 
 namespace gradsync {
 namespace {
@@ -332,14 +333,7 @@ absl::Status SnapshotStore::ReadChunks(
   do {
     const size_t want = static_cast<size_t>(std::min<int64_t>(
         static_cast<int64_t>(buffer.size()), info.size - offset));
-    size_t got = 0;
-    while (got < want) {
-      const ssize_t n =
-          pread(fd, buffer.data() + got, want - got, offset + got);
-      if (n <= 0) break;
-      got += static_cast<size_t>(n);
-    }
-    if (got < want) {
+    if (!PreadFull(fd, buffer.data(), want, offset)) {
       status = damaged("could not be read to its end");
       break;
     }

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/pread_full.h"
 #include "coordinator/sha256.h"
 
 namespace gradsync {
@@ -42,7 +43,8 @@ void ReserveSnapshotBuffer(std::string* data, int64_t size) {
 
 absl::Status WriteSnapshotFile(
     const std::string& path, v1::SnapshotMeta meta,
-    const std::function<bool(v1::SnapshotChunk&)>& write) {
+    const std::string& worker_id, int attempt,
+    const std::function<bool(const v1::SnapshotChunk&)>& write) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return absl::NotFoundError(
@@ -64,8 +66,10 @@ absl::Status WriteSnapshotFile(
   do {
     if (offset == 0) {
       *chunk.mutable_meta() = meta;
-    } else {
-      chunk.clear_meta();  // and what `write` added to the first chunk
+      chunk.set_worker_id(worker_id);
+      chunk.set_attempt(attempt);
+    } else {  // the identity and meta go on the first chunk only
+      chunk.clear_meta();
       chunk.clear_worker_id();
       chunk.clear_attempt();
     }
@@ -74,17 +78,11 @@ absl::Status WriteSnapshotFile(
         std::min<int64_t>(kSnapshotChunkBytes, size - offset));
     std::string* data = chunk.mutable_data();
     data->resize(want);
-    size_t got = 0;
-    while (got < want) {
-      const ssize_t n = pread(fd, data->data() + got, want - got,
-                              offset + static_cast<int64_t>(got));
-      if (n <= 0) break;
-      got += static_cast<size_t>(n);
-    }
-    if (got < want) {
+    if (!PreadFull(fd, data->data(), want, offset)) {
       status = absl::DataLossError(
-          absl::StrCat("snapshot file ", path, " ended at byte ", offset + got,
-                       " of ", size, " while being sent"));
+          absl::StrCat("snapshot file ", path, " could not be read to byte ",
+                       offset + static_cast<int64_t>(want), " of ", size,
+                       " while being sent"));
       break;
     }
     sha256.Update(*data);

@@ -338,14 +338,9 @@ absl::Status Agent::UploadSnapshot(Task* task,
   meta.set_step(commit.step());
   meta.set_epoch(commit.epoch());
   meta.set_accuracy(task->accuracy);
-  absl::Status sent =
-      WriteSnapshotFile(commit.path(), meta, [&](v1::SnapshotChunk& chunk) {
-        if (chunk.offset() == 0) {
-          chunk.set_worker_id(task->worker_id);
-          chunk.set_attempt(task->assignment.attempt());
-        }
-        return writer->Write(chunk);
-      });
+  absl::Status sent = WriteSnapshotFile(
+      commit.path(), meta, task->worker_id, task->assignment.attempt(),
+      [&](const v1::SnapshotChunk& chunk) { return writer->Write(chunk); });
   if (!sent.ok() && !absl::IsCancelled(sent)) {
     ctx->TryCancel();  // the coordinator keeps nothing of it
     (void)writer->Finish();

@@ -237,17 +237,18 @@ TEST_F(SnapshotServiceTest, AFileStreamsInChunksWithItsChecksumLast) {
     auto ctx = w0_->Context(30);
     v1::SnapshotMeta stored;
     auto writer = c.workers().UploadSnapshot(ctx.get(), &stored);
-    absl::Status sent =
-        WriteSnapshotFile(file, meta, [&](v1::SnapshotChunk& chunk) {
+    absl::Status sent = WriteSnapshotFile(
+        file, meta, w0_->id(), w0_->task()->attempt(),
+        [&](const v1::SnapshotChunk& chunk) {
           ++*chunks;
           if (chunk.offset() == 0) {
             EXPECT_EQ(chunk.meta().size_bytes(),
                       static_cast<int64_t>(model.size()));
             EXPECT_TRUE(chunk.meta().sha256().empty());
-            chunk.set_worker_id(w0_->id());
-            chunk.set_attempt(w0_->task()->attempt());
+            EXPECT_EQ(chunk.worker_id(), w0_->id());
           } else {
             EXPECT_FALSE(chunk.has_meta());
+            EXPECT_TRUE(chunk.worker_id().empty());
           }
           EXPECT_EQ(chunk.sha256().empty(),
                     chunk.offset() + chunk.data().size() < model.size());
