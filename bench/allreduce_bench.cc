@@ -3,11 +3,11 @@
 // sizes from 1 KB to 64 MB with warm-up, checks the result, and prints per
 // size the time per all-reduce, algbw = bytes / time and busbw = algbw *
 // 2(n-1)/n (the nccl-tests definitions).
-#include <cstdio>
-#include <string>
+#include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
-#include <torch/torch.h>
+#include <cstdio>
+#include <string>
 
 #include "absl/time/clock.h"
 #include "worker/comm/communicator.h"
@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   int rank = 0, world = 2, iters_max = 200;
   std::string store_dir;
   int64_t max_bytes = 64 << 20;
+  size_t segment_bytes = gradsync::CommOptions().gloo_segment_bytes;
   CLI::App app{"gradsync all-reduce benchmark (one rank)"};
   app.add_option("--rank", rank)->required();
   app.add_option("--world", world)->required();
@@ -24,12 +25,16 @@ int main(int argc, char** argv) {
   app.add_option("--max-bytes", max_bytes)->capture_default_str();
   app.add_option("--iters", iters_max, "at most this many timed iterations")
       ->capture_default_str();
+  app.add_option("--segment-bytes", segment_bytes,
+                 "gloo all-reduce segment size (CommOptions)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   torch::set_num_threads(1);
   gradsync::CommOptions o;
   o.rank = rank;
   o.size = world;
   o.store = std::make_shared<gradsync::FileStore>(store_dir);
+  o.gloo_segment_bytes = segment_bytes;
   auto comm = gradsync::CreateGlooCommunicator(o);
   if (!comm.ok()) {
     std::fprintf(stderr, "%s\n", comm.status().ToString().c_str());
@@ -43,8 +48,8 @@ int main(int argc, char** argv) {
       (void)(*comm)->AllReduce(t, gradsync::ReduceOp::kSum);
     }
     // Fewer iterations for large buffers: about 1 GB moved per size.
-    const int iters = static_cast<int>(
-        std::max<int64_t>(5, std::min<int64_t>(iters_max, (1LL << 30) / bytes)));
+    const int iters = static_cast<int>(std::max<int64_t>(
+        5, std::min<int64_t>(iters_max, (1LL << 30) / bytes)));
     t.fill_(static_cast<float>(rank + 1));
     const absl::Time start = absl::Now();
     for (int i = 0; i < iters; ++i) {
@@ -56,7 +61,8 @@ int main(int argc, char** argv) {
     at::Tensor check = torch::full({n}, static_cast<float>(rank + 1));
     (void)(*comm)->AllReduce(check, gradsync::ReduceOp::kSum);
     if (!torch::allclose(check, torch::full({n}, world * (world + 1) / 2.0f))) {
-      std::fprintf(stderr, "wrong result at %ld bytes\n", static_cast<long>(bytes));
+      std::fprintf(stderr, "wrong result at %ld bytes\n",
+                   static_cast<long>(bytes));
       return 1;
     }
     const double algbw = bytes / s / 1e9;

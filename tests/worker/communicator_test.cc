@@ -3,6 +3,7 @@
 // NCCL cases skip otherwise and say so.
 #include "worker/comm/communicator.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -22,7 +23,8 @@ int GpuCount() {
 // Runs body(rank, communicator) on `world` threads sharing one store; rank r
 // of an NCCL group uses GPU r.
 void RunRanks(const std::string& backend, int world, absl::Duration timeout,
-              const std::function<void(int, Communicator&)>& body) {
+              const std::function<void(int, Communicator&)>& body,
+              size_t gloo_segment_bytes = CommOptions().gloo_segment_bytes) {
   auto store = std::make_shared<InMemoryStore>();
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
@@ -32,6 +34,7 @@ void RunRanks(const std::string& backend, int world, absl::Duration timeout,
       o.size = world;
       o.store = store;
       o.timeout = timeout;
+      o.gloo_segment_bytes = gloo_segment_bytes;
       auto comm = backend == "nccl" ? CreateNcclCommunicator(o, r)
                                     : CreateGlooCommunicator(o);
       ASSERT_TRUE(comm.ok()) << comm.status();
@@ -131,29 +134,97 @@ INSTANTIATE_TEST_SUITE_P(Worlds, CommTest,
                                            Group{"nccl", 3}, Group{"nccl", 4}),
                          GroupName);
 
+// The gloo all-reduce's two paths (one message to every peer up to the
+// segment size, the segmented ring above it) with a 4 KB segment, sizes
+// around it, chunks that do not divide evenly and both in one sequence (the
+// credits carry over): every rank gets the rank-order sum within float
+// tolerance and exactly the same bits as every other rank.
+class GlooAllReduceTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(GlooAllReduceTest, EveryPathGivesTheSameSumOnEveryRank) {
+  const int world = GetParam();
+  constexpr size_t kSegment = 4096;
+  struct Case {
+    int64_t n;
+    torch::ScalarType dtype;
+  };
+  const std::vector<Case> cases = {
+      {1, torch::kFloat32},     {100003, torch::kFloat32},
+      {33, torch::kFloat32},    {1024, torch::kFloat32},
+      {1025, torch::kFloat32},  {3 * 1024 + 5, torch::kFloat32},
+      {4099, torch::kBFloat16}, {2048, torch::kHalf},
+      {7, torch::kFloat32}};
+  // Rank r's contribution to case i, the same on every rank (own generator:
+  // the ranks are threads).
+  auto input = [](int r, size_t i, const Case& c) {
+    at::Generator gen = at::detail::createCPUGenerator(1000 * r + i);
+    return torch::randn({c.n}, gen).to(c.dtype);
+  };
+  RunRanks(
+      "gloo", world, absl::Seconds(60),
+      [&](int rank, Communicator& comm) {
+        for (size_t i = 0; i < cases.size(); ++i) {
+          const Case& c = cases[i];
+          at::Tensor t = input(rank, i, c);
+          ASSERT_TRUE(comm.AllReduce(t, ReduceOp::kSum).ok()) << c.n;
+          at::Tensor want = torch::zeros({c.n});
+          for (int r = 0; r < world; ++r)
+            want += input(r, i, c).to(torch::kFloat32);
+          const bool wide = c.dtype == torch::kFloat32;
+          EXPECT_TRUE(torch::allclose(t.to(torch::kFloat32), want,
+                                      wide ? 1e-5 : 2e-2, wide ? 1e-5 : 1e-1))
+              << "n=" << c.n << " rank " << rank;
+          auto all = comm.AllGather(
+              std::string(static_cast<const char*>(t.data_ptr()), t.nbytes()));
+          ASSERT_TRUE(all.ok()) << all.status();
+          for (int r = 0; r < world; ++r) {
+            EXPECT_TRUE((*all)[r] == (*all)[0])
+                << "n=" << c.n << ": rank " << r << " differs from rank 0";
+          }
+        }
+      },
+      kSegment);
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, GlooAllReduceTest, ::testing::Values(2, 3, 4));
+
+TEST(GlooOptionsTest, RejectsASegmentSizeThatIsNotAMultipleOfFour) {
+  CommOptions o;
+  o.store = std::make_shared<InMemoryStore>();
+  o.gloo_segment_bytes = 4097;
+  auto comm = CreateGlooCommunicator(o);
+  EXPECT_EQ(comm.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(comm.status().message().find("segment size 4097"),
+            std::string::npos)
+      << comm.status();
+}
+
 class CommTimeoutTest : public CommTest {};
 
 TEST_P(CommTimeoutTest, NamesTheRankThatDidNotArrive) {
-  std::vector<absl::Status> results(3);
-  RunRanks(backend(), 3, absl::Milliseconds(500),
-           [&](int rank, Communicator& comm) {
-             at::Tensor warmup = torch::ones({4});
-             ASSERT_TRUE(comm.AllReduce(warmup, ReduceOp::kSum).ok());
-             if (rank == 2) return;  // rank 2 never enters collective #2
-             at::Tensor t = torch::ones({1000});
-             results[rank] = comm.AllReduce(t, ReduceOp::kSum);
-           });
-  for (int r : {0, 1}) {
-    const absl::Status& s = results[r];
-    EXPECT_FALSE(s.ok());
-    EXPECT_NE(s.message().find("allreduce #2"), std::string::npos) << s;
-    EXPECT_NE(s.message().find("rank(s) 2 did not arrive"), std::string::npos)
-        << s;
-  }
-  if (backend() == "nccl") {  // aborted, so later calls fail at once
+  // gloo: 1000 floats go to every peer in one message, 10^6 run the ring.
+  for (int64_t n : {1000, 1000000}) {
+    std::vector<absl::Status> results(3);
+    RunRanks(backend(), 3, absl::Milliseconds(500),
+             [&](int rank, Communicator& comm) {
+               at::Tensor warmup = torch::ones({4});
+               ASSERT_TRUE(comm.AllReduce(warmup, ReduceOp::kSum).ok());
+               if (rank == 2) return;  // rank 2 never enters collective #2
+               at::Tensor t = torch::ones({n});
+               results[rank] = comm.AllReduce(t, ReduceOp::kSum);
+             });
     for (int r : {0, 1}) {
-      EXPECT_NE(results[r].message().find("aborted"), std::string::npos)
-          << results[r];
+      const absl::Status& s = results[r];
+      EXPECT_FALSE(s.ok()) << n;
+      EXPECT_NE(s.message().find("allreduce #2"), std::string::npos) << s;
+      EXPECT_NE(s.message().find("rank(s) 2 did not arrive"), std::string::npos)
+          << s;
+    }
+    if (backend() == "nccl") {  // aborted, so later calls fail at once
+      for (int r : {0, 1}) {
+        EXPECT_NE(results[r].message().find("aborted"), std::string::npos)
+            << results[r];
+      }
     }
   }
 }

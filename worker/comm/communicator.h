@@ -37,6 +37,10 @@ struct CommOptions {
   std::shared_ptr<Store> store;  // shared by all ranks of the group
   absl::Duration timeout = absl::Seconds(60);  // per collective
   std::string hostname = "127.0.0.1";  // address peers reach this rank at
+  // gloo all-reduce: buffers up to this size go to every peer in one
+  // message; larger ones run the ring in segments of this size. A positive
+  // multiple of 4 (see gloo_allreduce.h; bench/README.md for the choice).
+  size_t gloo_segment_bytes = 512 << 10;
 };
 
 class Communicator {

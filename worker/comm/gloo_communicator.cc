@@ -2,7 +2,6 @@
 // rendezvous through a gradsync Store. gloo reports failures by throwing;
 // they are caught here and turned into Status values.
 #include <gloo/allgatherv.h>
-#include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/math.h>
@@ -18,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "worker/comm/communicator.h"
+#include "worker/comm/gloo_allreduce.h"
 
 namespace gradsync {
 namespace {
@@ -72,9 +72,11 @@ class GlooStore : public gloo::rendezvous::Store {
 class GlooCommunicator : public Communicator {
  public:
   GlooCommunicator(const CommOptions& o,
-                   std::shared_ptr<gloo::rendezvous::Context> context)
+                   std::shared_ptr<gloo::rendezvous::Context> context,
+                   std::unique_ptr<GlooAllreduce> allreduce)
       : Communicator(o.rank, o.size, o.store, o.timeout),
-        context_(std::move(context)) {}
+        context_(std::move(context)),
+        allreduce_(std::move(allreduce)) {}
 
   std::string backend() const override { return "gloo"; }
 
@@ -83,11 +85,10 @@ class GlooCommunicator : public Communicator {
       return absl::InvalidArgumentError(
           "gloo allreduce needs a contiguous CPU tensor");
     }
-    using ReduceFn = void (*)(void*, const void*, const void*, size_t);
-    ReduceFn fn;
+    GlooAllreduce::ReduceFn fn;
     switch (tensor.scalar_type()) {
       case torch::kFloat32:
-        fn = static_cast<ReduceFn>(&gloo::sum<float>);
+        fn = static_cast<GlooAllreduce::ReduceFn>(&gloo::sum<float>);
         break;
       case torch::kHalf:
         fn = &Sum16<c10::Half>;
@@ -101,21 +102,10 @@ class GlooCommunicator : public Communicator {
                          std::string(c10::toString(tensor.scalar_type()))));
     }
     const int64_t seq = Enter();
-    if (tensor.numel() == 0) return absl::OkStatus();
-    try {
-      gloo::AllreduceOptions opts(context_);
-      if (tensor.element_size() == 2) {  // 16 bits on the wire
-        opts.setOutput(static_cast<uint16_t*>(tensor.data_ptr()),
-                       tensor.numel());
-      } else {
-        opts.setOutput(tensor.data_ptr<float>(), tensor.numel());
-      }
-      opts.setReduceFunction(fn);
-      opts.setTag(static_cast<uint32_t>(seq));
-      opts.setTimeout(Millis(timeout_));
-      gloo::allreduce(opts);
-    } catch (const std::exception& e) {
-      return TimeoutError("allreduce", seq, e.what());
+    if (absl::Status s = allreduce_->Sum(tensor.data_ptr(), tensor.numel(),
+                                         tensor.element_size(), fn);
+        !s.ok()) {
+      return TimeoutError("allreduce", seq, std::string(s.message()));
     }
     if (op == ReduceOp::kAverage) tensor.div_(size_);
     return absl::OkStatus();
@@ -197,6 +187,7 @@ class GlooCommunicator : public Communicator {
 
  private:
   std::shared_ptr<gloo::rendezvous::Context> context_;
+  std::unique_ptr<GlooAllreduce> allreduce_;
 };
 
 }  // namespace
@@ -207,6 +198,11 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
     return absl::InvalidArgumentError(
         absl::StrCat("gloo: need 0 <= rank < size and a store (rank ", o.rank,
                      ", size ", o.size, ")"));
+  }
+  if (o.gloo_segment_bytes == 0 || o.gloo_segment_bytes % 4 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gloo: segment size ", o.gloo_segment_bytes,
+                     " is not a positive multiple of 4 bytes"));
   }
   // Hello round: every rank announces itself, so a rank that never shows up
   // is named instead of surfacing as a bare store timeout inside gloo.
@@ -234,7 +230,15 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
     context->setTimeout(Millis(o.timeout));
     GlooStore adapter(store, o.timeout);
     context->connectFullMesh(adapter, device);
-    return std::unique_ptr<Communicator>(new GlooCommunicator(o, context));
+    auto allreduce =
+        std::make_unique<GlooAllreduce>(context, o.gloo_segment_bytes);
+    // Every rank's receive buffers are registered once this returns.
+    gloo::BarrierOptions barrier(context);
+    barrier.setTag(0);  // collectives use their sequence number, from 1
+    barrier.setTimeout(Millis(o.timeout));
+    gloo::barrier(barrier);
+    return std::unique_ptr<Communicator>(
+        new GlooCommunicator(o, context, std::move(allreduce)));
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("gloo: cannot connect rank ",
                                                o.rank, " of ", o.size, " from ",
