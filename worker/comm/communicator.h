@@ -85,7 +85,9 @@ class Communicator {
 
 // Connects a gloo communicator (full mesh over TCP). All ranks call it with
 // the same store and size; it returns once every rank is connected or fails
-// at the timeout naming the ranks that never published their address.
+// at the timeout naming the ranks that never published their address. Sets
+// SIGPIPE to ignored if it is at its default (a peer that went away is an
+// error of the collective, not the end of the process).
 absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
     const CommOptions& options);
 

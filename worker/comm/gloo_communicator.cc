@@ -11,6 +11,8 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <csignal>
+#include <mutex>
 #include <numeric>
 #include <stdexcept>
 
@@ -33,6 +35,20 @@ void Sum16(void* c, const void* a, const void* b, size_t n) {
     out[i] =
         static_cast<H>(static_cast<float>(x[i]) + static_cast<float>(y[i]));
   }
+}
+
+// gloo writes with writev(2), so a peer that has gone away raises SIGPIPE,
+// which by default kills the process. It must surface as the pair's error
+// instead. A handler someone installed is left alone.
+void IgnoreSigpipe() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current = {};
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 &&
+        current.sa_handler == SIG_DFL) {
+      std::signal(SIGPIPE, SIG_IGN);
+    }
+  });
 }
 
 std::chrono::milliseconds Millis(absl::Duration d) {
@@ -204,6 +220,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
         absl::StrCat("gloo: segment size ", o.gloo_segment_bytes,
                      " is not a positive multiple of 4 bytes"));
   }
+  IgnoreSigpipe();
   // Hello round: every rank announces itself, so a rank that never shows up
   // is named instead of surfacing as a bare store timeout inside gloo.
   auto store = std::make_shared<PrefixStore>("gloo/", o.store);
