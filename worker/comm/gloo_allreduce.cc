@@ -77,12 +77,8 @@ absl::Status GlooAllreduce::Sum(void* data, size_t count, size_t element_size,
   if (context_->size == 1 || count == 0) return absl::OkStatus();
   char* bytes = static_cast<char*>(data);
   try {
-    PayCredits();
-    for (int p = 0; p < context_->size; ++p) {
-      if (p == context_->rank) continue;
-      peers_[p]->out = context_->getPair(p)->createSendBuffer(
-          DataSlot(context_->rank, p, context_->size), bytes,
-          count * element_size);
+    for (auto& peer : peers_) {
+      if (peer != nullptr) PayCredits(*peer);
     }
     if (count * element_size <= segment_bytes_ &&
         context_->size <= kMaxDirectRanks) {
@@ -104,7 +100,9 @@ void GlooAllreduce::SumDirect(char* data, size_t count, size_t element_size,
   const int size = context_->size;
   const int rank = context_->rank;
   for (int p = 0; p < size; ++p) {
-    if (p != rank) Send(p, 0, count * element_size);
+    if (p == rank) continue;
+    OpenOut(p, data, count * element_size);
+    Send(p, 0, count * element_size);
   }
   std::vector<const char*> x(size, data);
   for (int p = 0; p < size; ++p) {
@@ -151,6 +149,7 @@ void GlooAllreduce::SumRing(char* data, size_t count, size_t element_size,
     const size_t last = std::min(end, first + per_segment);
     return Range{first * element_size, (last - first) * element_size};
   };
+  OpenOut(right, data, count * element_size);
   // The all-gather writes straight into `data`: registered now, before
   // this rank sends anything, so before the left neighbour can get that far.
   auto gather_in = context_->getPair(left)->createRecvBuffer(
@@ -201,6 +200,11 @@ void GlooAllreduce::SumRing(char* data, size_t count, size_t element_size,
   for (; gather_sends > 0; --gather_sends) gather_out->waitSend();
 }
 
+void GlooAllreduce::OpenOut(int peer, char* data, size_t bytes) {
+  peers_[peer]->out = context_->getPair(peer)->createSendBuffer(
+      DataSlot(context_->rank, peer, context_->size), data, bytes);
+}
+
 void GlooAllreduce::Send(int peer, size_t offset, size_t bytes) {
   Peer& p = *peers_[peer];
   // Two halves: segment k may go once the peer released segment k - 2.
@@ -220,23 +224,21 @@ const char* GlooAllreduce::Receive(int peer) {
 }
 
 void GlooAllreduce::Release(int peer) {
-  ++peers_[peer]->owed;
-  PayCredits();
+  Peer& p = *peers_[peer];
+  ++p.owed;
+  PayCredits(p);
 }
 
-void GlooAllreduce::PayCredits() {
-  for (auto& p : peers_) {
-    if (p == nullptr) continue;
-    for (; p->owed > 0; --p->owed) {
-      p->credits_out->send(0, sizeof(uint64_t));
-      p->credits_out->waitSend();
-    }
+void GlooAllreduce::PayCredits(Peer& peer) {
+  for (; peer.owed > 0; --peer.owed) {
+    peer.credits_out->send(0, sizeof(uint64_t));
+    peer.credits_out->waitSend();
   }
 }
 
 void GlooAllreduce::FinishSends() {
   for (auto& p : peers_) {
-    if (p == nullptr) continue;
+    if (p == nullptr || p->out == nullptr) continue;
     for (; p->sends_pending > 0; --p->sends_pending) p->out->waitSend();
   }
 }

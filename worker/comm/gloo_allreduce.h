@@ -64,6 +64,8 @@ class GlooAllreduce {
   void SumDirect(char* data, size_t count, size_t element_size,
                  ReduceFn reduce);
   void SumRing(char* data, size_t count, size_t element_size, ReduceFn reduce);
+  // Makes `data` (this call's buffer) the source of segments to `peer`.
+  void OpenOut(int peer, char* data, size_t bytes);
   // Writes [offset, offset + bytes) of the current call's data to `peer`,
   // into the next half of its receive buffer once that half is free.
   void Send(int peer, size_t offset, size_t bytes);
@@ -71,8 +73,9 @@ class GlooAllreduce {
   const char* Receive(int peer);
   // Hands the oldest received segment's half back to `peer` now.
   void Release(int peer);
-  // Sends every credit owed (released now or at the end of the last call).
-  void PayCredits();
+  // Sends every credit owed to `peer` (released now or at the end of the
+  // last call).
+  void PayCredits(Peer& peer);
   // Waits until every Send of this call has left for the socket (before
   // the data it came from is overwritten or handed back to the caller).
   void FinishSends();
