@@ -10,14 +10,14 @@
 #include <string>
 
 #include "absl/time/clock.h"
-#include "worker/comm/communicator.h"
-#include "worker/comm/file_store.h"
+#include "coordinator/store/file_store.h"
+#include "worker/comm/gloo/gloo_communicator.h"
 
 int main(int argc, char** argv) {
   int rank = 0, world = 2, iters_max = 200;
   std::string store_dir;
   int64_t max_bytes = 64 << 20;
-  size_t segment_bytes = gradsync::CommOptions().gloo_segment_bytes;
+  size_t segment_bytes = gradsync::GlooOptions().segment_bytes;
   CLI::App app{"gradsync all-reduce benchmark (one rank)"};
   app.add_option("--rank", rank)->required();
   app.add_option("--world", world)->required();
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   app.add_option("--iters", iters_max, "at most this many timed iterations")
       ->capture_default_str();
   app.add_option("--segment-bytes", segment_bytes,
-                 "gloo all-reduce segment size (CommOptions)")
+                 "gloo all-reduce segment size (GlooOptions)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   torch::set_num_threads(1);
@@ -34,8 +34,9 @@ int main(int argc, char** argv) {
   o.rank = rank;
   o.size = world;
   o.store = std::make_shared<gradsync::FileStore>(store_dir);
-  o.gloo_segment_bytes = segment_bytes;
-  auto comm = gradsync::CreateGlooCommunicator(o);
+  gradsync::GlooOptions gloo;
+  gloo.segment_bytes = segment_bytes;
+  auto comm = gradsync::CreateGlooCommunicator(o, gloo);
   if (!comm.ok()) {
     std::fprintf(stderr, "%s\n", comm.status().ToString().c_str());
     return 1;

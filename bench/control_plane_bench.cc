@@ -28,9 +28,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "coordinator/auth.h"
-#include "coordinator/metrics_aggregator.h"
-#include "coordinator/server.h"
+#include "coordinator/control/metrics_aggregator.h"
+#include "coordinator/server/auth.h"
+#include "coordinator/server/server.h"
+#include "coordinator/wire/secrets.h"
 #include "gradsync/v1/job_service.grpc.pb.h"
 #include "gradsync/v1/worker_service.grpc.pb.h"
 

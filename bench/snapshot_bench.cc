@@ -42,14 +42,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "coordinator/auth.h"
-#include "coordinator/server.h"
-#include "coordinator/sha256.h"
-#include "coordinator/snapshot_stream.h"
+#include "coordinator/server/auth.h"
+#include "coordinator/server/server.h"
+#include "coordinator/wire/secrets.h"
+#include "coordinator/wire/sha256.h"
+#include "coordinator/wire/snapshot_stream.h"
 #include "gradsync/v1/job_service.grpc.pb.h"
 #include "gradsync/v1/worker_service.grpc.pb.h"
-#include "worker/checkpoint.h"
-#include "worker/models.h"
+#include "worker/model/checkpoint.h"
+#include "worker/model/models.h"
 
 namespace gradsync::bench {
 namespace {
@@ -159,8 +160,8 @@ size_t Download(v1::WorkerService::Stub& workers, const Rank0& rank0,
   auto reader = workers.DownloadSnapshot(ctx.get(), request);
   v1::SnapshotMeta meta;
   std::string data;
-  grpc::Status s = ReadSnapshotChunks(*ctx, *reader, &meta, &data);
-  if (!s.ok()) Die("download: " + s.error_message());
+  absl::Status s = ReadSnapshotChunks(*ctx, *reader, &meta, &data);
+  if (!s.ok()) Die("download: " + std::string(s.message()));
   return data.size();
 }
 

@@ -152,7 +152,11 @@ absl::Status BatchLoader::StartEpoch(int64_t epoch,
 }
 
 void BatchLoader::WorkerLoop() {
-  const int64_t ring = static_cast<int64_t>(slots_.size());
+  int64_t ring;  // fixed at Create; read under the lock like all of slots_
+  {
+    absl::MutexLock lock(&mu_);
+    ring = static_cast<int64_t>(slots_.size());
+  }
   while (true) {
     int64_t position, sample, epoch;
     Slot* slot;

@@ -14,9 +14,10 @@
 #include "absl/time/time.h"
 #include "coordinator/cli/format.h"
 #include "coordinator/cli/watch_view.h"
-#include "coordinator/client_channel.h"
-#include "coordinator/job_state.h"
-#include "coordinator/snapshot_stream.h"
+#include "coordinator/client/channel.h"
+#include "coordinator/control/job_state.h"
+#include "coordinator/wire/grpc_status.h"
+#include "coordinator/wire/snapshot_stream.h"
 
 namespace gradsync::cli {
 namespace {
@@ -172,9 +173,9 @@ int Cli::ModelPull(const std::string& job_id, int64_t step, bool has_step,
   v1::SnapshotMeta meta;
   std::string data;
   // Nothing is written unless every byte arrived in order and checks out.
-  if (grpc::Status s = ReadSnapshotChunks(context, *reader, &meta, &data);
+  if (absl::Status s = ReadSnapshotChunks(context, *reader, &meta, &data);
       !s.ok()) {
-    return Fail(s);
+    return Fail(ToGrpcStatus(s));
   }
   const std::string tmp = out_file + ".part";
   {

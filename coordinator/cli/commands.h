@@ -10,7 +10,7 @@
 #include <string>
 
 #include "coordinator/cli/job_flags.h"
-#include "coordinator/tls.h"
+#include "coordinator/wire/tls.h"
 #include "gradsync/v1/job_service.grpc.pb.h"
 
 namespace gradsync::cli {
@@ -52,7 +52,8 @@ class Cli {
 };
 
 // Creates a stub for "host:port" (TLS when `tls` is enabled); a non-empty
-// `token` goes with every call as the user token (see coordinator/auth.h).
+// `token` goes with every call as the user token (see
+// coordinator/server/auth.h).
 std::shared_ptr<v1::JobService::StubInterface> MakeJobStub(
     const std::string& address, const std::string& token = "",
     const ClientTls& tls = {});

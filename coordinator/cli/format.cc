@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "coordinator/job_state.h"
+#include "coordinator/control/job_state.h"
 
 namespace gradsync::cli {
 namespace {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "coordinator/cli/commands.h"
-#include "coordinator/tls_flags.h"
-#include "coordinator/token_flags.h"
+#include "coordinator/client/tls_flags.h"
+#include "coordinator/client/token_flags.h"
 #include "gradsync/config.h"
 
 namespace {

@@ -30,7 +30,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "coordinator/coordinator.h"
+#include "coordinator/control/coordinator.h"
 #include "google/protobuf/stubs/logging.h"
 
 namespace gradsync {
@@ -105,9 +105,12 @@ World MakeWorld() {
   return world;
 }
 
+absl::Duration Timeout(int64_t timeout_ms) {
+  return absl::Milliseconds(std::clamp<int64_t>(timeout_ms, 0, 5));
+}
+
 absl::Time Deadline(int64_t timeout_ms) {
-  return absl::Now() +
-         absl::Milliseconds(std::clamp<int64_t>(timeout_ms, 0, 5));
+  return absl::Now() + Timeout(timeout_ms);
 }
 
 template <typename Request>
@@ -203,7 +206,7 @@ void Run(World& w, uint8_t selector, const uint8_t* data, size_t size) {
       v1::StoreGetRequest r;
       if (!Parse(data, size, &r)) break;
       if (auto s = c.Store(r.job_id(), r.attempt()); s.ok()) {
-        (void)(*s)->Get(r.key(), Deadline(r.timeout_ms()));
+        (void)(*s)->Get(r.key(), Timeout(r.timeout_ms()));
       }
       break;
     }
@@ -220,7 +223,7 @@ void Run(World& w, uint8_t selector, const uint8_t* data, size_t size) {
       if (!Parse(data, size, &r)) break;
       if (auto s = c.Store(r.job_id(), r.attempt()); s.ok()) {
         std::vector<std::string> keys(r.keys().begin(), r.keys().end());
-        (void)(*s)->Wait(keys, Deadline(r.timeout_ms()));
+        (void)(*s)->Wait(keys, Timeout(r.timeout_ms()));
       }
       break;
     }

@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <string>
 
+#include "coordinator/store/file_store.h"
 #include "worker/comm/communicator.h"
-#include "worker/comm/file_store.h"
 
 namespace {
 int Fail(const std::string& what) {
@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   o.store = std::make_shared<gradsync::FileStore>(argv[1]);
   const std::string mode = argv[4];
   o.timeout = mode == "die" ? absl::Seconds(2) : absl::Seconds(60);
-  auto comm = gradsync::CreateGlooCommunicator(o);
+  auto comm = gradsync::CreateCommunicator(gradsync::Backend::kGloo, o);
   if (!comm.ok()) return Fail(comm.status().ToString());
   const int w = o.size, r = o.rank;
   at::Tensor warm = torch::ones({16});

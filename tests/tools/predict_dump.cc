@@ -1,6 +1,6 @@
 // predict_dump MODEL CHECKPOINT IMAGE...: loads a gradsync checkpoint's
-// "model" state dict (worker/checkpoint.h) into the C++ model and prints, per
-// image, the predicted class and the logits. tests/integration/e2e_train.py
+// "model" state dict (worker/model/checkpoint.h) into the C++ model and prints,
+// per image, the predicted class and the logits. tests/integration/e2e_train.py
 // compares them with the same checkpoint loaded in Python PyTorch.
 #include <torch/torch.h>
 
@@ -10,7 +10,7 @@
 
 #include "loader/image_decoder.h"
 #include "loader/transforms.h"
-#include "worker/models.h"
+#include "worker/model/models.h"
 
 int main(int argc, char** argv) {
   if (argc < 4) {

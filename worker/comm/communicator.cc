@@ -2,16 +2,32 @@
 
 #include <algorithm>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "worker/comm/gloo/gloo_communicator.h"
+#include "worker/comm/nccl/nccl_communicator.h"
 
 namespace gradsync {
 
-absl::Status Communicator::TimeoutError(const std::string& op, int64_t seq,
-                                        const std::string& cause) {
+const char* BackendName(Backend backend) {
+  return backend == Backend::kNccl ? "nccl" : "gloo";
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
+    Backend backend, const CommOptions& options) {
+  switch (backend) {
+    case Backend::kGloo:
+      return CreateGlooCommunicator(options);
+    case Backend::kNccl:
+      return CreateNcclCommunicator(options);
+  }
+  return absl::InvalidArgumentError("unknown communicator backend");
+}
+
+absl::Status Communicator::CollectiveError(const std::string& op, int64_t seq,
+                                           const absl::Status& cause) {
   const std::string mine = absl::StrCat("arrived/", seq, "/");
   (void)store_->Set(absl::StrCat(mine, rank_), "1");
   // Other live ranks time out at about the same moment; give them a grace
@@ -26,16 +42,15 @@ absl::Status Communicator::TimeoutError(const std::string& op, int64_t seq,
         std::max(deadline - absl::Now(), absl::ZeroDuration());
     if (!store_->Get(absl::StrCat(mine, r), left).ok()) missing.push_back(r);
   }
-  const bool timed_out = absl::StrContains(cause, "imed out") ||
-                         absl::StrContains(cause, "imeout");
+  const bool timed_out = absl::IsDeadlineExceeded(cause);
   std::string who = missing.empty()
                         ? "every rank reached it"
                         : absl::StrCat("rank(s) ", absl::StrJoin(missing, ", "),
                                        " did not arrive");
   const std::string message = absl::StrFormat(
-      "%s #%d (%s, rank %d of %d) %s after %s: %s (%s)", op, seq, backend(),
-      rank_, size_, timed_out ? "timed out" : "failed",
-      absl::FormatDuration(timeout_), who, cause);
+      "%s #%d (%s, rank %d of %d) %s after %s: %s (%s)", op, seq,
+      BackendName(backend()), rank_, size_, timed_out ? "timed out" : "failed",
+      absl::FormatDuration(timeout_), who, cause.message());
   return timed_out ? absl::DeadlineExceededError(message)
                    : absl::UnavailableError(message);
 }

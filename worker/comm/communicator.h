@@ -1,13 +1,16 @@
 // Communicator: collectives among the ranks of one job attempt, behind one
-// interface (like c10d's Backend), picked at run time: "gloo" (libgloo TCP
-// transport) for CPU tensors, "nccl" for CUDA tensors. Bootstrap goes
-// through a Store (gloo's rendezvous; NCCL's unique id published by rank 0).
+// interface (like c10d's Backend), picked at run time with
+// CreateCommunicator: Backend::kGloo (libgloo TCP transport, gloo/) for CPU
+// tensors, Backend::kNccl (nccl/) for CUDA tensors. Bootstrap goes through a
+// Store (coordinator/store/store.h): gloo's rendezvous, and NCCL's unique id
+// published by rank 0.
 //
 // Every collective has a deadline (CommOptions::timeout). On expiry it
 // fails with DEADLINE_EXCEEDED naming the operation, its sequence number and
 // the ranks that did not arrive: each timed-out rank marks its arrival in
 // the store, waits a short grace for the other live ranks' marks, and names
-// the ranks whose mark is missing.
+// the ranks whose mark is missing. A failure that is not a timeout (a peer
+// closed its connection) is UNAVAILABLE, named the same way.
 //
 // Thread safety: one thread issues the collectives of a communicator (as
 // with gloo and NCCL communicators themselves); rank(), size(), sequence()
@@ -25,11 +28,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "worker/comm/store.h"
+#include "coordinator/store/store.h"
 
 namespace gradsync {
 
 enum class ReduceOp { kSum, kAverage };
+
+enum class Backend { kGloo, kNccl };
+// "gloo" or "nccl".
+const char* BackendName(Backend backend);
 
 struct CommOptions {
   int rank = 0;
@@ -37,16 +44,14 @@ struct CommOptions {
   std::shared_ptr<Store> store;  // shared by all ranks of the group
   absl::Duration timeout = absl::Seconds(60);  // per collective
   std::string hostname = "127.0.0.1";  // address peers reach this rank at
-  // gloo all-reduce: buffers up to this size go to every peer in one
-  // message; larger ones run the ring in segments of this size. A positive
-  // multiple of 4 (see gloo_allreduce.h; bench/README.md for the choice).
-  size_t gloo_segment_bytes = 512 << 10;
+  int cuda_device =
+      0;  // NCCL: the GPU of this rank (see worker/comm/devices.h)
 };
 
 class Communicator {
  public:
   virtual ~Communicator() = default;
-  virtual std::string backend() const = 0;
+  virtual Backend backend() const = 0;
   int rank() const { return rank_; }
   int size() const { return size_; }
   // Collectives entered so far (the last one's sequence number).
@@ -66,13 +71,14 @@ class Communicator {
   Communicator(int rank, int size, std::shared_ptr<Store> store,
                absl::Duration timeout)
       : rank_(rank), size_(size), store_(std::move(store)), timeout_(timeout) {}
-  // Next sequence number for a collective named `op`.
+  // The sequence number of the collective being entered (from 1).
   int64_t Enter() { return ++sequence_; }
-  // Builds the DEADLINE_EXCEEDED error of collective `seq`, naming the ranks
-  // that did not arrive (see the header comment). `cause` is the
-  // transport's message.
-  absl::Status TimeoutError(const std::string& op, int64_t seq,
-                            const std::string& cause);
+  // The error of collective `seq` named `op`, which failed with `cause`
+  // (the transport's status): DEADLINE_EXCEEDED when `cause` is, UNAVAILABLE
+  // otherwise, naming the ranks that did not arrive (see the header
+  // comment).
+  absl::Status CollectiveError(const std::string& op, int64_t seq,
+                               const absl::Status& cause);
 
   const int rank_;
   const int size_;
@@ -83,17 +89,13 @@ class Communicator {
   std::atomic<int64_t> sequence_{0};
 };
 
-// Connects a gloo communicator (full mesh over TCP). All ranks call it with
-// the same store and size; it returns once every rank is connected or fails
-// at the timeout naming the ranks that never published their address. Sets
-// SIGPIPE to ignored if it is at its default (a peer that went away is an
-// error of the collective, not the end of the process).
-absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
-    const CommOptions& options);
-
-// NCCL over CUDA tensors; UNIMPLEMENTED when built without NCCL,
-// FAILED_PRECONDITION when this process sees no GPU.
-absl::StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(
-    const CommOptions& options, int device);
+// The one way to make a communicator. All ranks call it with the same
+// backend, store and size; it returns once every rank is connected, or
+// fails at the timeout naming the ranks that never arrived.
+// INVALID_ARGUMENT for a bad rank/size or no store; for kNccl, UNIMPLEMENTED
+// when built without NCCL and FAILED_PRECONDITION when this process sees no
+// GPU. Backend details: gloo/gloo_communicator.h, nccl/nccl_communicator.h.
+absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
+    Backend backend, const CommOptions& options);
 
 }  // namespace gradsync

@@ -1,0 +1,77 @@
+#include "coordinator/client/remote_store.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+
+#include "absl/time/clock.h"
+#include "coordinator/wire/grpc_status.h"
+#include "coordinator/wire/secrets.h"
+
+namespace gradsync {
+
+std::unique_ptr<grpc::ClientContext> RemoteStore::Context(
+    absl::Duration wait) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(absl::ToChronoTime(absl::Now() + wait + absl::Seconds(10)));
+  ctx->AddMetadata(kWorkerKeyHeader, worker_key_);
+  return ctx;
+}
+
+absl::Status RemoteStore::Set(const std::string& key,
+                              const std::string& value) {
+  v1::StoreSetRequest request;
+  request.set_worker_id(worker_id_);
+  request.set_job_id(job_id_);
+  request.set_attempt(attempt_);
+  request.set_key(key);
+  request.set_value(value);
+  v1::StoreSetResponse response;
+  return FromGrpcStatus(
+      stub_->StoreSet(Context(absl::ZeroDuration()).get(), request, &response));
+}
+
+absl::StatusOr<std::string> RemoteStore::Get(const std::string& key,
+                                             absl::Duration timeout) {
+  v1::StoreGetRequest request;
+  request.set_worker_id(worker_id_);
+  request.set_job_id(job_id_);
+  request.set_attempt(attempt_);
+  request.set_key(key);
+  request.set_timeout_ms(absl::ToInt64Milliseconds(timeout));
+  v1::StoreGetResponse response;
+  absl::Status s = FromGrpcStatus(
+      stub_->StoreGet(Context(timeout).get(), request, &response));
+  if (!s.ok()) return s;
+  return std::move(*response.mutable_value());
+}
+
+absl::StatusOr<int64_t> RemoteStore::Add(const std::string& key,
+                                         int64_t delta) {
+  v1::StoreAddRequest request;
+  request.set_worker_id(worker_id_);
+  request.set_job_id(job_id_);
+  request.set_attempt(attempt_);
+  request.set_key(key);
+  request.set_delta(delta);
+  v1::StoreAddResponse response;
+  absl::Status s = FromGrpcStatus(
+      stub_->StoreAdd(Context(absl::ZeroDuration()).get(), request, &response));
+  if (!s.ok()) return s;
+  return response.value();
+}
+
+absl::Status RemoteStore::Wait(const std::vector<std::string>& keys,
+                               absl::Duration timeout) {
+  v1::StoreWaitRequest request;
+  request.set_worker_id(worker_id_);
+  request.set_job_id(job_id_);
+  request.set_attempt(attempt_);
+  for (const std::string& k : keys) request.add_keys(k);
+  request.set_timeout_ms(absl::ToInt64Milliseconds(timeout));
+  v1::StoreWaitResponse response;
+  return FromGrpcStatus(
+      stub_->StoreWait(Context(timeout).get(), request, &response));
+}
+
+}  // namespace gradsync

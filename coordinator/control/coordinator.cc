@@ -1,0 +1,168 @@
+// Coordinator: construction, shutdown, lookups and the job state machine
+// (Transition, persistence). The rest of the class lives in recovery.cc,
+// scheduler.cc, failure_detector.cc, job_api.cc and worker_api.cc.
+#include "coordinator/control/coordinator.h"
+
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/control/coordinator_internal.h"
+
+namespace gradsync {
+
+using coordinator_internal::RankLabel;
+using coordinator_internal::UnixMs;
+
+absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
+    CoordinatorOptions options, std::unique_ptr<JobStore> store) {
+  if (options.heartbeat_timeout <= absl::ZeroDuration() ||
+      options.heartbeat_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "heartbeat interval and timeout must be positive");
+  }
+  if (options.port_range_first < 1 || options.port_range_last > 65535 ||
+      options.port_range_first > options.port_range_last) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid data-plane port range ", options.port_range_first,
+                     "-", options.port_range_last));
+  }
+  std::unique_ptr<Coordinator> c(
+      new Coordinator(std::move(options), std::move(store)));
+  if (absl::Status s = c->Restore(); !s.ok()) return s;
+  if (c->options_.run_failure_detector) {
+    c->detector_ = std::thread([raw = c.get()] { raw->DetectorLoop(); });
+  }
+  return c;
+}
+
+Coordinator::Coordinator(CoordinatorOptions options,
+                         std::unique_ptr<JobStore> store)
+    : options_(std::move(options)),
+      job_store_(std::move(store)),
+      incarnation_(options_.incarnation > 0
+                       ? static_cast<uint32_t>(options_.incarnation & 0xffff)
+                       : std::random_device{}() & 0xffff),
+      ports_(options_.port_range_first, options_.port_range_last) {}
+
+Coordinator::~Coordinator() { Shutdown(); }
+
+void Coordinator::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+    const absl::Status down =
+        absl::UnavailableError("coordinator is shutting down");
+    for (auto& [id, entry] : jobs_) {
+      if (entry.store) entry.store->Close(down);
+      if (entry.barriers) entry.barriers->Close(down);
+      entry.events->Close();
+    }
+  }
+  stop_detector_.Notify();
+  if (detector_.joinable()) detector_.join();
+}
+
+absl::StatusOr<Coordinator::JobEntry*> Coordinator::FindJob(
+    const std::string& job_id) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(absl::StrCat("job '", job_id, "' not found"));
+  }
+  return &it->second;
+}
+
+absl::StatusOr<Coordinator::WorkerEntry*> Coordinator::FindWorker(
+    const std::string& worker_id) {
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end() ||
+      it->second.info.state() == v1::WORKER_STATE_DEAD) {
+    return absl::NotFoundError(absl::StrCat(
+        "worker '", worker_id, "' is not registered (register again)"));
+  }
+  return &it->second;
+}
+
+absl::StatusOr<Coordinator::JobEntry*> Coordinator::FindAttempt(
+    const std::string& job_id, int attempt) {
+  absl::StatusOr<JobEntry*> entry = FindJob(job_id);
+  if (!entry.ok()) return entry.status();
+  const v1::Job& job = (*entry)->job;
+  if (attempt != job.attempt()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " attempt ", attempt,
+                     " is not current (current attempt: ", job.attempt(), ")"));
+  }
+  if (IsTerminal(job.state()) || job.state() == v1::JOB_STATE_PENDING) {
+    return absl::AbortedError(
+        absl::StrCat("job ", job_id, " attempt ", attempt, " is over (job ",
+                     JobStateName(job.state()), ": ", job.message(), ")"));
+  }
+  return *entry;
+}
+
+std::string Coordinator::DescribeRank(const JobEntry& entry, int rank) const {
+  for (const v1::RankAssignment& r : entry.job.ranks()) {
+    if (r.rank() == rank) return RankLabel(rank, r.worker_id(), r.host());
+  }
+  return absl::StrCat("rank ", rank);
+}
+
+v1::Job Coordinator::Snapshot(const JobEntry& entry) const {
+  v1::Job job = entry.job;
+  // Live metrics, unless none arrived since a restart (then the persisted
+  // summary is the best there is).
+  if (!IsTerminal(job.state()) &&
+      (entry.metrics.has_steps() || job.metrics().ranks_size() == 0)) {
+    *job.mutable_metrics() = entry.metrics.Summary();
+  }
+  return job;
+}
+
+void Coordinator::Persist(const JobEntry& entry) {
+  if (job_store_ == nullptr) return;
+  absl::Status s = job_store_->Save(entry.job);
+  if (!s.ok()) {
+    absl::FPrintF(stderr, "coordinator: cannot persist job %s: %s\n",
+                  entry.job.id(), s.ToString());
+  }
+}
+
+void Coordinator::Transition(JobEntry& entry, v1::JobState to,
+                             const std::string& reason) {
+  v1::Job& job = entry.job;
+  if (!IsAllowedTransition(job.state(), to)) return;
+  const int64_t now = UnixMs(absl::Now());
+  v1::Transition* t = job.add_transitions();
+  t->set_from(job.state());
+  t->set_to(to);
+  t->set_reason(reason);
+  t->set_time_unix_ms(now);
+  job.clear_stall();
+  entry.stall_key.clear();
+  job.set_state(to);
+  job.set_message(reason);
+  job.set_updated_unix_ms(now);
+  absl::FPrintF(stderr, "coordinator: job %s %s -> %s: %s\n", job.id(),
+                JobStateName(t->from()), JobStateName(to), reason);
+  if (IsTerminal(to)) {
+    *job.mutable_metrics() = entry.metrics.Summary();
+    const absl::Status ended = absl::AbortedError(
+        absl::StrCat("job ", job.id(), " is ", JobStateName(to), ": ", reason));
+    if (entry.store) entry.store->Close(ended);
+    if (entry.barriers) entry.barriers->Close(ended);
+    if (job.master_port() > 0)
+      ports_.Release(job.master_addr(), job.master_port());
+  }
+  v1::JobEvent event;
+  *event.mutable_job() = Snapshot(entry);
+  *event.mutable_summary() = event.job().metrics();
+  entry.events->Append(std::move(event));
+  if (IsTerminal(to)) entry.events->Close();
+  Persist(entry);
+}
+
+// ---------------------------------------------------------------- scheduler
+
+}  // namespace gradsync

@@ -1,0 +1,248 @@
+// Coordinator: the control plane's state and rules, independent of gRPC.
+// It owns the registered workers, the jobs and their state machine, the
+// scheduler (idle workers -> ranks), the failure detector, each job
+// attempt's key-value store and barriers, shard planning and metrics.
+// JobServiceImpl and WorkerServiceImpl (coordinator/server/) are thin gRPC
+// adapters over it.
+//
+// One class, one lock, implemented by responsibility: coordinator.cc (state
+// machine, lookups), job_api.cc, worker_api.cc, scheduler.cc, recovery.cc
+// (restore, restarts) and failure_detector.cc. The parts share one mutex on
+// purpose: scheduling, failure detection and recovery each change jobs and
+// workers together, and one lock keeps every such change atomic without a
+// lock order to get wrong.
+//
+// Thread-safe: every public method may be called from any thread. Blocking
+// waits (store, barrier, events) happen outside the coordinator's lock.
+// Errors: INVALID_ARGUMENT (bad request, naming the field), NOT_FOUND
+// (unknown job or worker), PERMISSION_DENIED (a worker acting for a worker,
+// job or rank it is not), FAILED_PRECONDITION (wrong state or stale
+// attempt), ABORTED (the job ended while waiting).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "coordinator/control/barrier.h"
+#include "coordinator/control/event_log.h"
+#include "coordinator/control/metrics_aggregator.h"
+#include "coordinator/control/port_allocator.h"
+#include "coordinator/persist/job_store.h"
+#include "coordinator/store/memory_store.h"
+#include "gradsync/v1/job_service.pb.h"
+#include "gradsync/v1/worker_service.pb.h"
+
+namespace gradsync {
+
+struct CoordinatorOptions {
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  // A worker silent for longer is declared dead.
+  absl::Duration heartbeat_timeout = absl::Seconds(3);
+  // Data-plane ports handed out when a worker offered none.
+  int port_range_first = 29500;
+  int port_range_last = 29999;
+  int max_world_size = 1024;
+  // Resource limits: jobs not yet ended (pending or running) and live
+  // registered workers; beyond them SubmitJob / RegisterWorker answer
+  // RESOURCE_EXHAUSTED.
+  int max_active_jobs = 1000;
+  int max_workers = 10000;
+  // Dataset paths must lie under one of these (see data_roots.h); empty:
+  // anywhere.
+  std::vector<std::string> data_roots;
+  // After a restart, how long a running job waits for its workers to
+  // re-register.
+  absl::Duration reconnect_grace = absl::Seconds(30);
+  // Upper bound for any blocking call (store get/wait, barrier).
+  absl::Duration max_wait = absl::Minutes(10);
+  // Run the failure detector on a background thread. Tests that drive
+  // SweepDeadWorkers() themselves turn it off.
+  bool run_failure_detector = true;
+  // Suffix of worker ids, 1..0xffff; 0 = random per coordinator run (ids of
+  // different runs then differ). Fixed only where ids must be predictable.
+  int incarnation = 0;
+};
+
+class Coordinator {
+ public:
+  // `store` persists jobs (may be null: nothing persisted). Jobs found in
+  // it are restored: PENDING ones are queued again; RUNNING ones keep
+  // running (their data plane does not need the coordinator) and wait
+  // `reconnect_grace` for their workers to re-register with their task
+  // (RegisterWorkerRequest.resume), after which a missing rank fails the
+  // attempt as a dead one would; RENDEZVOUS ones restart their attempt.
+  static absl::StatusOr<std::unique_ptr<Coordinator>> Create(
+      CoordinatorOptions options, std::unique_ptr<JobStore> store);
+  ~Coordinator();
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  // Wakes every blocked call with UNAVAILABLE and stops the failure
+  // detector. Idempotent; the destructor calls it.
+  void Shutdown();
+
+  const CoordinatorOptions& options() const { return options_; }
+
+  // ---- JobService (job_api.cc) ----
+  absl::StatusOr<v1::Job> SubmitJob(v1::JobSpec spec);
+  absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
+  std::vector<v1::Job> ListJobs(int limit);
+  absl::StatusOr<v1::Job> CancelJob(const std::string& job_id,
+                                    const std::string& reason);
+  // The job's event log (for WatchJob) and its current record.
+  absl::StatusOr<std::shared_ptr<EventLog>> JobEvents(
+      const std::string& job_id);
+  std::vector<v1::WorkerInfo> ListWorkers();
+
+  // ---- WorkerService (worker_api.cc) ----
+  absl::StatusOr<v1::RegisterWorkerResponse> RegisterWorker(
+      const v1::RegisterWorkerRequest& request);
+  // Whether the caller holding `key` (RegisterWorkerResponse.worker_key) is
+  // worker `worker_id` and, when `job_id` is set, runs the current attempt
+  // `attempt` of that job, as rank `rank` unless rank < 0. NOT_FOUND: an
+  // unknown worker (register again); PERMISSION_DENIED: a wrong key, or a
+  // job or rank not assigned to this worker; FAILED_PRECONDITION / ABORTED:
+  // a stale or ended attempt. WorkerServiceImpl calls it before every call
+  // but RegisterWorker.
+  absl::Status AuthorizeWorker(const std::string& worker_id,
+                               const std::string& key,
+                               const std::string& job_id, int attempt,
+                               int rank);
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
+      const v1::HeartbeatRequest& request);
+  absl::StatusOr<v1::GetShardResponse> GetShard(
+      const v1::GetShardRequest& request);
+  absl::Status ReportMetrics(const v1::ReportMetricsRequest& request);
+  absl::Status CompleteTask(const v1::CompleteTaskRequest& request);
+  // The store and barriers of a job's current attempt.
+  absl::StatusOr<std::shared_ptr<MemoryStore>> Store(const std::string& job_id,
+                                                     int attempt);
+  absl::StatusOr<std::shared_ptr<BarrierTable>> Barriers(
+      const std::string& job_id, int attempt);
+
+  // Declares dead every worker whose last heartbeat is older than the
+  // heartbeat timeout at `now`, failing the jobs they ran, and updates each
+  // running job's stall (job.proto) from the ranks' collective sequence
+  // numbers. The background detector calls it; public so tests can drive it.
+  void SweepDeadWorkers(absl::Time now);
+
+ private:
+  struct JobEntry {
+    v1::Job job;
+    int64_t queue_seq = 0;  // submission order
+    std::shared_ptr<EventLog> events = std::make_shared<EventLog>();
+    MetricsAggregator metrics;
+    std::shared_ptr<MemoryStore> store;
+    std::shared_ptr<BarrierTable> barriers;
+    std::set<int> joined;     // ranks that acknowledged the assignment
+    std::set<int> completed;  // ranks that completed successfully
+    // After a failed attempt: its live workers not yet back (idle or dead).
+    // The restart waits for them until restart_deadline, so that the new
+    // rendezvous can include them.
+    std::set<std::string> awaiting_release;
+    absl::Time restart_deadline = absl::InfinitePast();
+    std::string restart_reason;  // why the last attempt failed
+    std::string stall_key;       // the reported stall, without its duration
+    // Restored RUNNING job: ranks' workers not yet re-registered, and until
+    // when they may.
+    std::set<std::string> awaiting_reconnect;
+    absl::Time reconnect_deadline = absl::InfiniteFuture();
+    absl::Time metrics_persisted = absl::InfinitePast();
+  };
+  struct WorkerEntry {
+    v1::WorkerInfo info;
+    std::vector<int> free_ports;
+    absl::Time last_heartbeat;
+    int64_t seq = 0;  // registration order
+    std::string key;  // secret handed out at registration
+    // When the collective sequence in its heartbeats last changed.
+    absl::Time seq_since = absl::InfinitePast();
+    // Current task; empty job_id = none.
+    std::string job_id;
+    int attempt = 0;
+    int rank = -1;
+  };
+
+  Coordinator(CoordinatorOptions options, std::unique_ptr<JobStore> store);
+  absl::Status Restore() ABSL_LOCKS_EXCLUDED(mu_);
+  // RegisterWorker with `resume`: re-adopts the worker under its old id
+  // when its task is the running attempt of a restored job and its key
+  // matches; null otherwise (it then registers afresh).
+  WorkerEntry* Readopt(const v1::RegisterWorkerRequest& request, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DetectorLoop();
+
+  absl::StatusOr<JobEntry*> FindJob(const std::string& job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<WorkerEntry*> FindWorker(const std::string& worker_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A live attempt of a job: NOT_FOUND / FAILED_PRECONDITION otherwise.
+  absl::StatusOr<JobEntry*> FindAttempt(const std::string& job_id, int attempt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves a job to `to`, recording the reason, publishing the event and
+  // persisting the record. Terminal states also close the attempt's store
+  // and barriers, release the port and close the event log.
+  void Transition(JobEntry& entry, v1::JobState to, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The current attempt of a job failed (`reason` names the rank, host and
+  // step): restarts the job (back to PENDING, a new rendezvous later) when
+  // its restart budget and the live workers allow, else fails it.
+  // `dead_worker` (may be empty) is not counted as available.
+  void FailAttempt(JobEntry& entry, const std::string& reason,
+                   const std::string& dead_worker)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A worker of attempt `attempt`, which already ended, was declared dead:
+  // `death` is added to that attempt's outcome (and to the pending
+  // restart's reason).
+  void NoteLateDeath(JobEntry& entry, int attempt, const std::string& death)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A worker of `job_id`'s last attempt is back (idle) or dead.
+  void Released(const std::string& job_id, const std::string& worker_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Names the ranks of running jobs that lag behind a collective the others
+  // have waited in for 3 heartbeat intervals (Job.stall), publishing a
+  // change as an event.
+  void DetectStalls(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts every pending job that enough idle workers can run; fails
+  // restarting jobs that can no longer get min_workers.
+  void Schedule() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  v1::Assignment MakeAssignment(const JobEntry& entry, int rank) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Persist(const JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  v1::Job Snapshot(const JobEntry& entry) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string DescribeRank(const JobEntry& entry, int rank) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const CoordinatorOptions options_;
+  const std::unique_ptr<JobStore> job_store_;
+  const uint32_t incarnation_;
+
+  absl::Mutex mu_;
+  std::map<std::string, JobEntry> jobs_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
+  PortAllocator ports_ ABSL_GUARDED_BY(mu_);
+  int64_t next_job_ ABSL_GUARDED_BY(mu_) = 1;
+  int64_t next_worker_ ABSL_GUARDED_BY(mu_) = 1;
+  // Keys of workers assigned to jobs before a restart (JobStore).
+  std::map<std::string, std::string> restored_keys_ ABSL_GUARDED_BY(mu_);
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+
+  absl::Notification stop_detector_;
+  std::thread detector_;
+};
+
+}  // namespace gradsync

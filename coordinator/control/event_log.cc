@@ -1,0 +1,52 @@
+#include "coordinator/control/event_log.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace gradsync {
+
+void EventLog::Append(v1::JobEvent event) {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return;
+  events_.push_back(std::move(event));
+  if (events_.size() > kCapacity) {
+    events_.pop_front();
+    ++first_seq_;
+  }
+}
+
+void EventLog::Close() {
+  absl::MutexLock lock(&mu_);
+  closed_ = true;
+  // Every event carries a job snapshot; a finished job's watchers need only
+  // the tail (a new watcher starts from the snapshot anyway).
+  while (events_.size() > kClosedCapacity) {
+    events_.pop_front();
+    ++first_seq_;
+  }
+  events_.shrink_to_fit();
+}
+
+uint64_t EventLog::EndCursor() const {
+  absl::MutexLock lock(&mu_);
+  return first_seq_ + events_.size();
+}
+
+EventLog::Batch EventLog::Read(uint64_t cursor, absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  auto ready = [this, cursor]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return closed_ || first_seq_ + events_.size() > cursor;
+  };
+  mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+  Batch batch;
+  const uint64_t end = first_seq_ + events_.size();
+  const uint64_t begin = std::max(cursor, first_seq_);
+  for (uint64_t seq = begin; seq < end; ++seq) {
+    batch.events.push_back(events_[seq - first_seq_]);
+  }
+  batch.next_cursor = std::max(cursor, end);
+  batch.closed = closed_;
+  return batch;
+}
+
+}  // namespace gradsync

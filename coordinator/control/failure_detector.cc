@@ -1,0 +1,144 @@
+// Coordinator, failure detector: dead workers (missed heartbeats) and
+// stalled ranks (behind a collective the others wait in).
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "coordinator/control/coordinator.h"
+#include "coordinator/control/coordinator_internal.h"
+
+namespace gradsync {
+
+using coordinator_internal::AttemptOver;
+using coordinator_internal::FormatSeconds;
+using coordinator_internal::RankLabel;
+
+void Coordinator::DetectorLoop() {
+  const absl::Duration period =
+      std::max(options_.heartbeat_timeout / 8, absl::Milliseconds(5));
+  while (!stop_detector_.WaitForNotificationWithTimeout(period)) {
+    SweepDeadWorkers(absl::Now());
+  }
+}
+
+// ---------------------------------------------------------------- helpers
+
+void Coordinator::SweepDeadWorkers(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    WorkerEntry& w = it->second;
+    const absl::Duration silent = now - w.last_heartbeat;
+    if (w.info.state() == v1::WORKER_STATE_DEAD) {
+      // Keep dead workers visible in `gradsync workers` for a while.
+      it = silent > 20 * options_.heartbeat_timeout + absl::Minutes(1)
+               ? workers_.erase(it)
+               : std::next(it);
+      continue;
+    }
+    if (silent <= options_.heartbeat_timeout) {
+      ++it;
+      continue;
+    }
+    w.info.set_state(v1::WORKER_STATE_DEAD);
+    absl::FPrintF(stderr, "coordinator: worker %s on %s declared dead\n",
+                  w.info.worker_id(), w.info.host());
+    if (!w.job_id.empty()) {
+      JobEntry& entry = jobs_.at(w.job_id);
+      // (Named from the worker: a new attempt may hold other ranks.)
+      const std::string death = absl::StrCat(
+          RankLabel(w.rank, w.info.worker_id(), w.info.host()),
+          " missed heartbeats for ", FormatSeconds(silent), " (timeout ",
+          FormatSeconds(options_.heartbeat_timeout), "); last step ",
+          w.info.step(), ", epoch ", w.info.epoch() + 1);
+      if (!AttemptOver(entry.job, w.attempt)) {
+        FailAttempt(entry, death, w.info.worker_id());
+      } else {
+        NoteLateDeath(entry, w.attempt, death);
+      }
+      Released(w.job_id, w.info.worker_id());
+      w.job_id.clear();
+    }
+    ++it;
+  }
+  // Restored running jobs whose workers did not all come back in time.
+  for (auto& [id, entry] : jobs_) {
+    if (entry.awaiting_reconnect.empty() || now < entry.reconnect_deadline ||
+        entry.job.state() != v1::JOB_STATE_RUNNING) {
+      continue;
+    }
+    std::vector<std::string> missing;
+    for (const v1::RankAssignment& r : entry.job.ranks()) {
+      if (entry.awaiting_reconnect.count(r.worker_id()) > 0) {
+        missing.push_back(RankLabel(r.rank(), r.worker_id(), r.host()));
+      }
+    }
+    entry.awaiting_reconnect.clear();
+    FailAttempt(entry,
+                absl::StrCat(absl::StrJoin(missing, ", "),
+                             " did not re-register within ",
+                             FormatSeconds(options_.reconnect_grace),
+                             " after the coordinator restarted"),
+                "");
+  }
+  DetectStalls(now);
+  // Restarts whose wait for the old attempt's workers has expired.
+  Schedule();
+}
+
+void Coordinator::DetectStalls(absl::Time now) {
+  const absl::Duration patience = 3 * options_.heartbeat_interval;
+  for (auto& [id, entry] : jobs_) {
+    v1::Job& job = entry.job;
+    if (job.state() != v1::JOB_STATE_RUNNING) continue;
+    struct RankSeq {
+      const v1::RankAssignment* rank;
+      const WorkerEntry* worker;
+    };
+    std::vector<RankSeq> ranks;
+    int64_t front = 0;
+    for (const v1::RankAssignment& r : job.ranks()) {
+      auto w = workers_.find(r.worker_id());
+      if (w == workers_.end() || w->second.job_id != job.id()) continue;
+      ranks.push_back({&r, &w->second});
+      front = std::max(front, w->second.info.collective_seq());
+    }
+    std::vector<std::string> waiting, behind;
+    absl::Duration waited = absl::ZeroDuration();
+    for (const RankSeq& r : ranks) {
+      const absl::Duration still = now - r.worker->seq_since;
+      if (still < patience) continue;
+      if (r.worker->info.collective_seq() == front) {
+        waiting.push_back(absl::StrCat(r.rank->rank()));
+        waited = std::max(waited, still);
+      } else {
+        behind.push_back(absl::StrCat("rank ", r.rank->rank(), " (worker ",
+                                      r.rank->worker_id(), " on host ",
+                                      r.rank->host(), ", at #",
+                                      r.worker->info.collective_seq(),
+                                      ", step ", r.worker->info.step(), ")"));
+      }
+    }
+    std::string stall;
+    if (!waiting.empty() && !behind.empty()) {
+      stall = absl::StrCat(absl::StrJoin(behind, ", "),
+                           " has not reached collective #", front,
+                           " that rank(s) ", absl::StrJoin(waiting, ", "),
+                           " have waited in for ", FormatSeconds(waited));
+    }
+    // The text follows every tick; a new stall or its end is also an event.
+    const std::string key = stall.substr(0, stall.find(" have waited"));
+    job.set_stall(stall);
+    if (key == entry.stall_key) continue;
+    entry.stall_key = key;
+    absl::FPrintF(stderr, "coordinator: job %s %s\n", job.id(),
+                  stall.empty() ? "no longer stalled" : "stalled: " + stall);
+    v1::JobEvent event;
+    *event.mutable_job() = Snapshot(entry);
+    *event.mutable_summary() = event.job().metrics();
+    entry.events->Append(std::move(event));
+  }
+}
+
+}  // namespace gradsync

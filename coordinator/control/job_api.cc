@@ -1,0 +1,151 @@
+// Coordinator, the JobService side: submit (validation, data roots, sample
+// counts), get, list, cancel, events, workers.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/control/coordinator.h"
+#include "coordinator/control/coordinator_internal.h"
+#include "coordinator/control/data_roots.h"
+#include "coordinator/control/job_spec.h"
+#include "loader/image_folder_index.h"
+
+namespace gradsync {
+namespace {
+
+// Size of an image-folder split; errors name the JobSpec field.
+absl::StatusOr<int64_t> CountSamples(const std::string& field,
+                                     const std::string& path,
+                                     const std::string& split) {
+  absl::StatusOr<ImageFolderIndex> index =
+      ScanImageFolder(SplitPath(path, split));
+  if (!index.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job_spec.", field, ": ", index.status().message()));
+  }
+  return static_cast<int64_t>(index->samples.size());
+}
+
+}  // namespace
+
+using coordinator_internal::UnixMs;
+
+absl::StatusOr<v1::Job> Coordinator::SubmitJob(v1::JobSpec spec) {
+  ApplyJobSpecDefaults(&spec);
+  if (absl::Status s = ValidateJobSpec(spec, options_.max_world_size);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckUnderDataRoots(
+          "dataset.path", spec.dataset().path(), options_.data_roots);
+      !s.ok()) {
+    return s;
+  }
+  // Scan the data set outside the lock: it touches the file system.
+  absl::StatusOr<int64_t> train = CountSamples(
+      "dataset.path", spec.dataset().path(), spec.dataset().split());
+  if (!train.ok()) return train.status();
+  int64_t eval = 0;
+  if (!spec.dataset().eval_split().empty()) {
+    absl::StatusOr<int64_t> n =
+        CountSamples("dataset.eval_split", spec.dataset().path(),
+                     spec.dataset().eval_split());
+    if (!n.ok()) return n.status();
+    eval = *n;
+  }
+
+  absl::MutexLock lock(&mu_);
+  if (shut_down_) return absl::UnavailableError("coordinator is shutting down");
+  const int active = static_cast<int>(std::count_if(
+      jobs_.begin(), jobs_.end(),
+      [](const auto& j) { return !IsTerminal(j.second.job.state()); }));
+  if (active >= options_.max_active_jobs) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        active, " jobs are pending or running; this coordinator takes at most ",
+        options_.max_active_jobs, " (--max-active-jobs): wait or cancel one"));
+  }
+  const int64_t seq = next_job_++;
+  const std::string id = absl::StrFormat("job-%06d", seq);
+  JobEntry& entry = jobs_[id];
+  entry.queue_seq = seq;
+  entry.job.set_id(id);
+  *entry.job.mutable_spec() = std::move(spec);
+  entry.job.set_created_unix_ms(UnixMs(absl::Now()));
+  entry.job.set_train_samples(*train);
+  entry.job.set_eval_samples(eval);
+  Transition(entry, v1::JOB_STATE_PENDING,
+             absl::StrCat("submitted; waiting for ",
+                          entry.job.spec().world_size().min_workers(),
+                          " idle worker(s)"));
+  Schedule();
+  return Snapshot(entry);
+}
+
+absl::StatusOr<v1::Job> Coordinator::GetJob(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<JobEntry*> entry = FindJob(job_id);
+  if (!entry.ok()) return entry.status();
+  return Snapshot(**entry);
+}
+
+std::vector<v1::Job> Coordinator::ListJobs(int limit) {
+  absl::MutexLock lock(&mu_);
+  std::vector<const JobEntry*> entries;
+  for (const auto& [id, entry] : jobs_) entries.push_back(&entry);
+  std::sort(entries.begin(), entries.end(),
+            [](const JobEntry* a, const JobEntry* b) {
+              return a->queue_seq > b->queue_seq;
+            });
+  if (limit > 0 && static_cast<int>(entries.size()) > limit) {
+    entries.resize(limit);
+  }
+  std::vector<v1::Job> jobs;
+  for (const JobEntry* e : entries) jobs.push_back(Snapshot(*e));
+  return jobs;
+}
+
+absl::StatusOr<v1::Job> Coordinator::CancelJob(const std::string& job_id,
+                                               const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<JobEntry*> entry = FindJob(job_id);
+  if (!entry.ok()) return entry.status();
+  JobEntry& e = **entry;
+  if (IsTerminal(e.job.state())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " is already ",
+                     JobStateName(e.job.state()), "; nothing to cancel"));
+  }
+  Transition(e, v1::JOB_STATE_CANCELLED,
+             reason.empty() ? "cancelled by user"
+                            : absl::StrCat("cancelled by user: ", reason));
+  return Snapshot(e);
+}
+
+absl::StatusOr<std::shared_ptr<EventLog>> Coordinator::JobEvents(
+    const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<JobEntry*> entry = FindJob(job_id);
+  if (!entry.ok()) return entry.status();
+  return (*entry)->events;
+}
+
+std::vector<v1::WorkerInfo> Coordinator::ListWorkers() {
+  absl::MutexLock lock(&mu_);
+  std::vector<const WorkerEntry*> entries;
+  for (const auto& [id, w] : workers_) entries.push_back(&w);
+  std::sort(entries.begin(), entries.end(),
+            [](const WorkerEntry* a, const WorkerEntry* b) {
+              return a->seq < b->seq;
+            });
+  std::vector<v1::WorkerInfo> out;
+  for (const WorkerEntry* w : entries) {
+    v1::WorkerInfo info = w->info;
+    info.set_last_heartbeat_unix_ms(UnixMs(w->last_heartbeat));
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- workers
+
+}  // namespace gradsync

@@ -1,0 +1,186 @@
+#include "coordinator/control/job_spec.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace gradsync {
+namespace {
+
+absl::Status Invalid(const std::string& field, const std::string& what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("job_spec.", field, " ", what));
+}
+
+bool Contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+}  // namespace
+
+const std::vector<std::string>& KnownModels() {
+  static const std::vector<std::string> kModels = {"fashion_cnn", "lenet",
+                                                   "resnet18", "mlp"};
+  return kModels;
+}
+
+const std::vector<std::string>& KnownAugmentations() {
+  static const std::vector<std::string> kPresets = {"none", "affine",
+                                                    "crop_flip"};
+  return kPresets;
+}
+
+void ApplyJobSpecDefaults(v1::JobSpec* spec) {
+  if (spec->name().empty()) spec->set_name("job");
+  if (spec->dataset().split().empty() && !spec->dataset().path().empty()) {
+    spec->mutable_dataset()->set_split("train");
+  }
+  if (spec->epochs() == 0) spec->set_epochs(1);
+  v1::OptimizerSpec* opt = spec->mutable_optimizer();
+  if (opt->type() == v1::OPTIMIZER_TYPE_UNSPECIFIED) {
+    opt->set_type(v1::OPTIMIZER_TYPE_ADAM);
+  }
+  if (opt->learning_rate() == 0) {
+    opt->set_learning_rate(opt->type() == v1::OPTIMIZER_TYPE_SGD ? 0.01 : 1e-3);
+  }
+  if (!spec->has_shuffle()) spec->set_shuffle(true);
+  if (spec->loader_threads() == 0) spec->set_loader_threads(2);
+  if (spec->prefetch_depth() == 0) spec->set_prefetch_depth(2);
+  if (spec->augmentation().empty()) spec->set_augmentation("none");
+  v1::WorldSize* world = spec->mutable_world_size();
+  if (world->min_workers() == 0) world->set_min_workers(world->max_workers());
+  if (spec->collective_timeout_ms() == 0) {
+    spec->set_collective_timeout_ms(60000);
+  }
+  if (spec->grad_accumulation_steps() == 0)
+    spec->set_grad_accumulation_steps(1);
+  if (spec->bucket_cap_bytes() == 0) spec->set_bucket_cap_bytes(25 << 20);
+  if (!spec->has_max_restarts()) spec->set_max_restarts(3);
+  if (spec->snapshot_keep_last() == 0) spec->set_snapshot_keep_last(3);
+  if (!spec->has_snapshot_keep_best()) spec->set_snapshot_keep_best(true);
+}
+
+absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
+  if (spec.dataset().path().empty()) {
+    return Invalid("dataset.path", "is required (an image-folder directory)");
+  }
+  if (spec.model().empty()) {
+    return Invalid("model",
+                   absl::StrCat("is required (one of ",
+                                absl::StrJoin(KnownModels(), ", "), ")"));
+  }
+  if (!Contains(KnownModels(), spec.model())) {
+    return Invalid("model",
+                   absl::StrCat("'", spec.model(), "' is unknown (known: ",
+                                absl::StrJoin(KnownModels(), ", "), ")"));
+  }
+  if (spec.epochs() < 1) {
+    return Invalid("epochs",
+                   absl::StrCat("must be >= 1 (got ", spec.epochs(), ")"));
+  }
+  if (spec.batch_size() < 1) {
+    return Invalid("batch_size",
+                   absl::StrCat("must be >= 1 (got ", spec.batch_size(), ")"));
+  }
+  const v1::OptimizerSpec& opt = spec.optimizer();
+  if (opt.type() != v1::OPTIMIZER_TYPE_SGD &&
+      opt.type() != v1::OPTIMIZER_TYPE_ADAM) {
+    return Invalid(
+        "optimizer.type",
+        absl::StrCat("is unknown (got ", static_cast<int>(opt.type()), ")"));
+  }
+  if (!(opt.learning_rate() > 0)) {
+    return Invalid("optimizer.learning_rate",
+                   absl::StrCat("must be > 0 (got ", opt.learning_rate(), ")"));
+  }
+  if (opt.momentum() < 0 || opt.momentum() >= 1) {
+    return Invalid("optimizer.momentum", absl::StrCat("must be in [0, 1) (got ",
+                                                      opt.momentum(), ")"));
+  }
+  if (opt.weight_decay() < 0) {
+    return Invalid("optimizer.weight_decay",
+                   absl::StrCat("must be >= 0 (got ", opt.weight_decay(), ")"));
+  }
+  if (spec.loader_threads() < 1 || spec.loader_threads() > 256) {
+    return Invalid("loader_threads", absl::StrCat("must be in [1, 256] (got ",
+                                                  spec.loader_threads(), ")"));
+  }
+  if (spec.prefetch_depth() < 1 || spec.prefetch_depth() > 64) {
+    return Invalid("prefetch_depth", absl::StrCat("must be in [1, 64] (got ",
+                                                  spec.prefetch_depth(), ")"));
+  }
+  if (!Contains(KnownAugmentations(), spec.augmentation())) {
+    return Invalid(
+        "augmentation",
+        absl::StrCat("'", spec.augmentation(), "' is unknown (known: ",
+                     absl::StrJoin(KnownAugmentations(), ", "), ")"));
+  }
+  const v1::WorldSize& world = spec.world_size();
+  if (world.max_workers() < 1) {
+    return Invalid(
+        "world_size.max_workers",
+        absl::StrCat("must be >= 1 (got ", world.max_workers(), ")"));
+  }
+  if (world.min_workers() < 1) {
+    return Invalid(
+        "world_size.min_workers",
+        absl::StrCat("must be >= 1 (got ", world.min_workers(), ")"));
+  }
+  if (world.min_workers() > world.max_workers()) {
+    return Invalid("world_size.min_workers",
+                   absl::StrCat("(", world.min_workers(),
+                                ") must not exceed world_size.max_workers (",
+                                world.max_workers(), ")"));
+  }
+  if (max_world_size > 0 && world.max_workers() > max_world_size) {
+    return Invalid(
+        "world_size.max_workers",
+        absl::StrCat("must be <= ", max_world_size,
+                     " on this coordinator (got ", world.max_workers(), ")"));
+  }
+  if (!v1::Backend_IsValid(spec.backend())) {
+    return Invalid("backend", "is unknown");
+  }
+  if (spec.checkpoint().interval_steps() < 0) {
+    return Invalid("checkpoint.interval_steps",
+                   absl::StrCat("must be >= 0 (got ",
+                                spec.checkpoint().interval_steps(), ")"));
+  }
+  if (spec.collective_timeout_ms() < 1) {
+    return Invalid(
+        "collective_timeout_ms",
+        absl::StrCat("must be >= 1 (got ", spec.collective_timeout_ms(), ")"));
+  }
+  if (spec.grad_accumulation_steps() < 1) {
+    return Invalid("grad_accumulation_steps",
+                   absl::StrCat("must be >= 1 (got ",
+                                spec.grad_accumulation_steps(), ")"));
+  }
+  if (!v1::GradientCompression_IsValid(spec.gradient_compression())) {
+    return Invalid("gradient_compression", "is unknown");
+  }
+  if (spec.bucket_cap_bytes() < 1024) {
+    return Invalid(
+        "bucket_cap_bytes",
+        absl::StrCat("must be >= 1024 (got ", spec.bucket_cap_bytes(), ")"));
+  }
+  if (spec.snapshot_keep_last() < 1 || spec.snapshot_keep_last() > 1000) {
+    return Invalid("snapshot_keep_last",
+                   absl::StrCat("must be in [1, 1000] (got ",
+                                spec.snapshot_keep_last(), ")"));
+  }
+  if (spec.max_restarts() < 0 || spec.max_restarts() > 1000) {
+    return Invalid("max_restarts", absl::StrCat("must be in [0, 1000] (got ",
+                                                spec.max_restarts(), ")"));
+  }
+  if (spec.dataset().channels() != 0 && spec.dataset().channels() != 1 &&
+      spec.dataset().channels() != 3) {
+    return Invalid("dataset.channels",
+                   absl::StrCat("must be 0, 1 or 3 (got ",
+                                spec.dataset().channels(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gradsync

@@ -1,0 +1,79 @@
+#include "coordinator/control/metrics_aggregator.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gradsync {
+
+double Quantile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  // Nearest-rank definition: the smallest value with at least q of the
+  // values at or below it.
+  size_t rank = static_cast<size_t>(std::ceil(q * values.size()));
+  if (rank > 0) --rank;
+  rank = std::min(rank, values.size() - 1);
+  std::nth_element(values.begin(), values.begin() + rank, values.end());
+  return values[rank];
+}
+
+void MetricsAggregator::AddStep(const v1::StepMetrics& step) {
+  RankHistory& h = ranks_[step.rank()];
+  h.last = step;
+  h.window.push_back(step);
+  if (h.window.size() > kWindow) h.window.pop_front();
+  ++h.reported;
+}
+
+void MetricsAggregator::AddEval(const v1::EvalMetrics& eval) {
+  eval_.push_back(eval);
+}
+
+void MetricsAggregator::ResetSteps() { ranks_.clear(); }
+
+v1::JobMetrics MetricsAggregator::Summary() const {
+  v1::JobMetrics out;
+  out.set_slowest_rank(-1);
+  double slowest_p50 = -1;
+  const v1::RankMetrics* slowest = nullptr;
+  for (const auto& [rank, h] : ranks_) {
+    v1::RankMetrics* r = out.add_ranks();
+    r->set_rank(rank);
+    *r->mutable_last() = h.last;
+    r->set_steps_reported(h.reported);
+    std::vector<double> step_ms;
+    step_ms.reserve(h.window.size());
+    double data = 0, compute = 0, allreduce = 0;
+    for (const v1::StepMetrics& s : h.window) {
+      step_ms.push_back(s.step_ms());
+      data += s.data_wait_ms();
+      compute += s.compute_ms();
+      allreduce += s.allreduce_ms();
+    }
+    const double n = std::max<size_t>(h.window.size(), 1);
+    r->set_mean_data_wait_ms(data / n);
+    r->set_mean_compute_ms(compute / n);
+    r->set_mean_allreduce_ms(allreduce / n);
+    r->set_p50_step_ms(Quantile(step_ms, 0.5));
+    r->set_p99_step_ms(Quantile(step_ms, 0.99));
+    out.set_samples_per_sec(out.samples_per_sec() + h.last.samples_per_sec());
+    if (r->p50_step_ms() > slowest_p50) {
+      slowest_p50 = r->p50_step_ms();
+      slowest = r;
+    }
+  }
+  if (slowest != nullptr) {
+    out.set_slowest_rank(slowest->rank());
+    v1::Phase phase = v1::PHASE_DATA;
+    double most = slowest->mean_data_wait_ms();
+    if (slowest->mean_compute_ms() > most) {
+      phase = v1::PHASE_COMPUTE;
+      most = slowest->mean_compute_ms();
+    }
+    if (slowest->mean_allreduce_ms() > most) phase = v1::PHASE_ALLREDUCE;
+    out.set_bounding_phase(phase);
+  }
+  for (const v1::EvalMetrics& e : eval_) *out.add_eval() = e;
+  return out;
+}
+
+}  // namespace gradsync

@@ -1,0 +1,199 @@
+// Coordinator, scheduler: pending jobs onto idle workers (ranks, ports,
+// the attempt's store and barriers) and the assignments workers receive.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "coordinator/control/coordinator.h"
+#include "coordinator/control/coordinator_internal.h"
+
+namespace gradsync {
+
+using coordinator_internal::HasGpu;
+using coordinator_internal::UnixMs;
+
+void Coordinator::Schedule() {
+  if (shut_down_) return;
+  const absl::Time now = absl::Now();
+  std::vector<JobEntry*> pending;
+  for (auto& [id, entry] : jobs_) {
+    if (entry.job.state() != v1::JOB_STATE_PENDING) continue;
+    // A restart first waits for the failed attempt's live workers.
+    if (!entry.awaiting_release.empty() && now < entry.restart_deadline) {
+      continue;
+    }
+    pending.push_back(&entry);
+  }
+  std::sort(pending.begin(), pending.end(),
+            [](const JobEntry* a, const JobEntry* b) {
+              return a->queue_seq < b->queue_seq;
+            });
+  std::vector<WorkerEntry*> idle;
+  for (auto& [id, w] : workers_) {
+    if (w.info.state() == v1::WORKER_STATE_IDLE && w.job_id.empty()) {
+      idle.push_back(&w);
+    }
+  }
+  std::sort(idle.begin(), idle.end(),
+            [](const WorkerEntry* a, const WorkerEntry* b) {
+              return a->seq < b->seq;
+            });
+  for (JobEntry* entry : pending) {
+    const bool started = !idle.empty() && TryStart(*entry, idle);
+    const v1::AttemptRecord* last =
+        FindAttemptRecord(entry->job, entry->job.attempt());
+    if (!started && entry->job.restarts() > 0 && last != nullptr &&
+        last->ended_unix_ms() > 0) {
+      // The failed attempt's workers are back or gone and too few remain:
+      // a restart does not wait for workers that may never come.
+      const int min_workers = entry->job.spec().world_size().min_workers();
+      Transition(
+          *entry, v1::JOB_STATE_FAILED,
+          absl::StrCat(entry->restart_reason, "; cannot restart: ", idle.size(),
+                       " idle worker(s) after the failed attempt's "
+                       "workers were released, the job needs at least ",
+                       min_workers));
+    }
+  }
+}
+
+bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
+  v1::Job& job = entry.job;
+  const v1::WorldSize& ws = job.spec().world_size();
+  // backend nccl runs only on workers with a GPU; auto takes NCCL when every
+  // chosen worker has one.
+  const bool needs_gpu = job.spec().backend() == v1::BACKEND_NCCL;
+  std::vector<WorkerEntry*> eligible;
+  for (WorkerEntry* w : idle) {
+    if (!needs_gpu || HasGpu(w->info)) eligible.push_back(w);
+  }
+  if (static_cast<int>(eligible.size()) < ws.min_workers()) {
+    if (needs_gpu && eligible.size() < idle.size()) {
+      job.set_message(
+          absl::StrCat("backend nccl: waiting for ", ws.min_workers(),
+                       " idle worker(s) with a GPU; ", eligible.size(), " of ",
+                       idle.size(), " idle have one"));
+    }
+    return false;
+  }
+  const int world = std::min<int>(ws.max_workers(), eligible.size());
+  std::vector<WorkerEntry*> chosen(eligible.begin(), eligible.begin() + world);
+  // Ranks grouped by host, as torchrun numbers them node by node.
+  std::stable_sort(chosen.begin(), chosen.end(),
+                   [](const WorkerEntry* a, const WorkerEntry* b) {
+                     return a->info.host() < b->info.host();
+                   });
+  const std::string& master = chosen[0]->info.host();
+  absl::StatusOr<int> port = ports_.Acquire(master, chosen[0]->free_ports);
+  if (!port.ok()) {
+    job.set_message(std::string(port.status().message()));
+    return false;
+  }
+  idle.erase(std::remove_if(idle.begin(), idle.end(),
+                            [&chosen](WorkerEntry* w) {
+                              return std::find(chosen.begin(), chosen.end(),
+                                               w) != chosen.end();
+                            }),
+             idle.end());
+  const bool all_gpu =
+      std::all_of(chosen.begin(), chosen.end(),
+                  [](WorkerEntry* w) { return HasGpu(w->info); });
+
+  job.set_attempt(job.attempt() + 1);
+  job.set_world_size(world);
+  v1::AttemptRecord* record = job.add_attempts();
+  record->set_attempt(job.attempt());
+  record->set_world_size(world);
+  record->set_started_unix_ms(UnixMs(absl::Now()));
+  entry.awaiting_release.clear();
+  job.set_master_addr(master);
+  job.set_master_port(*port);
+  job.set_backend(job.spec().backend() != v1::BACKEND_AUTO
+                      ? job.spec().backend()
+                  : all_gpu ? v1::BACKEND_NCCL
+                            : v1::BACKEND_GLOO);
+  job.clear_ranks();
+  entry.joined.clear();
+  entry.completed.clear();
+  entry.metrics.ResetSteps();
+  entry.store = std::make_shared<MemoryStore>();
+  entry.barriers = std::make_shared<BarrierTable>(world);
+  std::map<std::string, int> per_host;
+  std::vector<std::string> described;
+  for (int rank = 0; rank < world; ++rank) {
+    WorkerEntry& w = *chosen[rank];
+    v1::RankAssignment* r = job.add_ranks();
+    r->set_rank(rank);
+    r->set_local_rank(per_host[w.info.host()]++);
+    r->set_worker_id(w.info.worker_id());
+    r->set_host(w.info.host());
+    w.job_id = job.id();
+    w.attempt = job.attempt();
+    w.rank = rank;
+    if (job_store_ != nullptr) {
+      if (absl::Status s = job_store_->SaveWorkerKey(w.info.worker_id(), w.key);
+          !s.ok()) {
+        absl::FPrintF(stderr, "coordinator: cannot persist a worker key: %s\n",
+                      s.ToString());
+      }
+    }
+    w.info.set_state(v1::WORKER_STATE_STARTING);
+    w.info.set_job_id(job.id());
+    w.info.set_rank(rank);
+    described.push_back(
+        absl::StrCat(rank, "=", w.info.worker_id(), "@", w.info.host()));
+  }
+  Transition(entry, v1::JOB_STATE_RENDEZVOUS,
+             absl::StrCat("attempt ", job.attempt(), ": ", world,
+                          " worker(s) assigned (ranks ",
+                          absl::StrJoin(described, ", "), "), master ", master,
+                          ":", *port, ", backend ",
+                          job.backend() == v1::BACKEND_NCCL ? "nccl" : "gloo"));
+  return true;
+}
+
+v1::Assignment Coordinator::MakeAssignment(const JobEntry& entry,
+                                           int rank) const {
+  const v1::Job& job = entry.job;
+  v1::Assignment a;
+  a.set_job_id(job.id());
+  a.set_attempt(job.attempt());
+  a.set_rank(rank);
+  a.set_world_size(job.world_size());
+  a.set_local_rank(job.ranks(rank).local_rank());
+  a.set_master_addr(job.master_addr());
+  a.set_master_port(job.master_port());
+  a.set_backend(job.backend());
+  *a.mutable_peers() = job.ranks();
+  *a.mutable_spec() = job.spec();
+  if (!job.resume_checkpoint().empty()) {
+    // A restart resumes from the last committed checkpoint; the shards
+    // leave out what it committed (sample_ledger.h).
+    a.mutable_spec()->mutable_checkpoint()->set_resume_from(
+        job.resume_checkpoint());
+    a.set_resume_remaining(true);
+    if (job.resume_from_snapshot()) {
+      a.set_has_resume_snapshot(true);
+      a.set_resume_snapshot_step(job.resume_step());
+    }
+  } else if (const v1::CheckpointSpec& c = job.spec().checkpoint();
+             !c.resume_snapshot_job().empty()) {
+    // Until it commits its own, the job starts from another job's snapshot
+    // (pinned at submit); the trainer treats it as a resume_from.
+    a.set_has_resume_snapshot(true);
+    a.set_resume_snapshot_job(c.resume_snapshot_job());
+    a.set_resume_snapshot_step(c.resume_snapshot_step());
+    a.mutable_spec()->mutable_checkpoint()->set_resume_from(
+        absl::StrCat("snapshot of ", c.resume_snapshot_job(), " step ",
+                     c.resume_snapshot_step()));
+  }
+  a.set_train_samples(job.train_samples());
+  a.set_eval_samples(job.eval_samples());
+  return a;
+}
+
+// ---------------------------------------------------------------- jobs
+
+}  // namespace gradsync

@@ -1,0 +1,140 @@
+// SnapshotStore: model snapshots kept by the coordinator (issue 7), so that
+// hosts need no shared file system for checkpoints.
+//
+// Files are content-addressed under <dir>: <sha256>.pt holds a checkpoint's
+// bytes (worker/model/checkpoint.h's format), and index.tsv lists which job's
+// step each one is, rewritten atomically. An upload streams into a temporary
+// file in order; Commit() checks its size and SHA-256 against what the uploader
+// declared and only then renames it into place and indexes it, so a
+// half-sent or corrupted upload never becomes visible, and an abandoned one
+// leaves nothing behind. Reads verify the checksum again: a snapshot damaged
+// on disk is reported (DATA_LOSS naming the file), never served.
+//
+// Retention per job: the newest `keep_last` snapshots and the one with the
+// best evaluation accuracy; older ones are dropped at each commit (a file
+// goes when no index entry names it any more).
+//
+// Thread-safe: one mutex guards the index; uploads run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "coordinator/wire/sha256.h"
+
+namespace gradsync {
+
+struct SnapshotInfo {
+  std::string job_id;
+  int64_t step = 0;
+  int32_t epoch = 0;
+  double accuracy = -1;  // evaluation accuracy at the snapshot; -1 = none
+  int64_t size = 0;      // bytes
+  std::string sha256;    // hex, lower case
+  int64_t created_unix_ms = 0;
+};
+
+struct SnapshotRetention {
+  int keep_last = 3;      // >= 1
+  bool keep_best = true;  // also the best accuracy, however old
+};
+
+class SnapshotStore {
+ public:
+  // Creates `dir` if needed and loads its index; index entries whose file is
+  // missing are dropped (reported on stderr), stray temporary files removed.
+  static absl::StatusOr<std::unique_ptr<SnapshotStore>> Open(
+      const std::string& dir, SnapshotRetention retention);
+
+  // One upload in progress. Not thread-safe itself; destroying it before
+  // Commit() discards it.
+  class Upload {
+   public:
+    ~Upload();
+    // The next `data` at byte `offset` (must follow the previous chunk;
+    // INVALID_ARGUMENT otherwise or past the declared size).
+    absl::Status Append(int64_t offset, absl::string_view data);
+    // Verifies size and checksum and makes the snapshot visible (replacing
+    // an earlier one of the same job and step). INVALID_ARGUMENT when they
+    // do not match, and the upload is discarded.
+    absl::StatusOr<SnapshotInfo> Commit(const std::string& sha256);
+
+   private:
+    friend class SnapshotStore;
+    Upload(SnapshotStore* store, SnapshotInfo info, SnapshotRetention retention,
+           std::string tmp_path, int fd)
+        : store_(store),
+          info_(std::move(info)),
+          retention_(retention),
+          tmp_(std::move(tmp_path)),
+          fd_(fd) {}
+    void Discard();
+
+    SnapshotStore* store_;
+    SnapshotInfo info_;  // size = declared total
+    const SnapshotRetention retention_;
+    std::string tmp_;
+    int fd_;
+    Sha256 sha256_;  // of the bytes appended so far
+    int64_t written_ = 0;
+    bool done_ = false;
+  };
+
+  // Starts an upload of `info.size` bytes for (job, step), whose commit
+  // prunes the job under `retention` (default: the store's);
+  // `info.sha256` and `created_unix_ms` are ignored. INVALID_ARGUMENT for
+  // an empty job id, a negative step or a size outside (0, max_bytes].
+  absl::StatusOr<std::unique_ptr<Upload>> Begin(SnapshotInfo info,
+                                                int64_t max_bytes);
+  absl::StatusOr<std::unique_ptr<Upload>> Begin(SnapshotInfo info,
+                                                int64_t max_bytes,
+                                                SnapshotRetention retention);
+
+  // A job's snapshots, oldest step first.
+  std::vector<SnapshotInfo> List(const std::string& job_id);
+  // The snapshot of `step`, or the newest when step < 0; NOT_FOUND naming
+  // the job (and step) otherwise.
+  absl::StatusOr<SnapshotInfo> Find(const std::string& job_id, int64_t step);
+  // Streams a snapshot's bytes to `chunk` in order, in pieces of at most
+  // `chunk_bytes` (at least one call, even for an empty file), reading the
+  // file once and hashing it on the way; memory stays at one piece.
+  // DATA_LOSS naming the file when it is damaged: a wrong size is found
+  // before any piece, a wrong checksum before the last piece, which is then
+  // never given, so a reader has the snapshot only when this returns OK.
+  // CANCELLED when `chunk` returns false.
+  absl::Status ReadChunks(
+      const SnapshotInfo& info, int64_t chunk_bytes,
+      const std::function<bool(int64_t offset, absl::string_view data)>& chunk);
+  // All its bytes at once, checked the same way.
+  absl::StatusOr<std::string> Read(const SnapshotInfo& info);
+  // Path of a snapshot's file (for tests and diagnostics).
+  std::string PathOf(const SnapshotInfo& info) const;
+
+ private:
+  SnapshotStore(std::string dir, SnapshotRetention retention)
+      : dir_(std::move(dir)), retention_(retention) {}
+  absl::Status LoadIndex() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteIndex() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies the retention policy to `job_id`, deleting unreferenced files.
+  void Prune(const std::string& job_id, const SnapshotRetention& retention)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<SnapshotInfo> Publish(SnapshotInfo info,
+                                       const std::string& tmp_path,
+                                       const SnapshotRetention& retention);
+
+  const std::string dir_;
+  const SnapshotRetention retention_;
+  absl::Mutex mu_;
+  std::vector<SnapshotInfo> index_ ABSL_GUARDED_BY(mu_);
+  int64_t next_upload_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace gradsync

@@ -1,0 +1,165 @@
+#include "coordinator/server/job_service.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/server/snapshot_rpc.h"
+#include "coordinator/wire/grpc_status.h"
+
+namespace gradsync {
+grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* context,
+                                       const v1::SubmitJobRequest* request,
+                                       v1::Job* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
+  v1::JobSpec spec = request->spec();
+  if (absl::Status s = PinResumeSnapshot(&spec); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  return Reply(coordinator_->SubmitJob(std::move(spec)), response);
+}
+
+absl::Status JobServiceImpl::PinResumeSnapshot(v1::JobSpec* spec) {
+  v1::CheckpointSpec* c = spec->mutable_checkpoint();
+  if (c->resume_snapshot_job().empty()) {
+    if (c->resume_snapshot_step() != 0) {
+      return absl::InvalidArgumentError(
+          "checkpoint.resume_snapshot_step needs "
+          "checkpoint.resume_snapshot_job");
+    }
+    return absl::OkStatus();
+  }
+  if (!c->resume_from().empty()) {
+    return absl::InvalidArgumentError(
+        "checkpoint.resume_from and checkpoint.resume_snapshot_job are "
+        "exclusive: resume from a file or from a snapshot");
+  }
+  if (c->resume_snapshot_step() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint.resume_snapshot_step must be >= 0 (0 = the "
+                     "latest), got ",
+                     c->resume_snapshot_step()));
+  }
+  if (absl::StatusOr<v1::Job> from =
+          coordinator_->GetJob(c->resume_snapshot_job());
+      !from.ok()) {
+    return from.status();
+  }
+  absl::StatusOr<SnapshotInfo> info = snapshots_->Find(
+      c->resume_snapshot_job(),
+      c->resume_snapshot_step() == 0 ? -1 : c->resume_snapshot_step());
+  if (!info.ok()) return info.status();
+  c->set_resume_snapshot_step(info->step);  // "latest" means now
+  return absl::OkStatus();
+}
+
+grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* context,
+                                    const v1::GetJobRequest* request,
+                                    v1::Job* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
+  return Reply(coordinator_->GetJob(request->job_id()), response);
+}
+
+grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* context,
+                                      const v1::ListJobsRequest* request,
+                                      v1::ListJobsResponse* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
+  if (request->limit() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "limit must be >= 0");
+  }
+  for (v1::Job& job : coordinator_->ListJobs(request->limit())) {
+    *response->add_jobs() = std::move(job);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* context,
+                                       const v1::CancelJobRequest* request,
+                                       v1::Job* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
+  return Reply(coordinator_->CancelJob(request->job_id(), request->reason()),
+               response);
+}
+
+grpc::Status JobServiceImpl::WatchJob(
+    grpc::ServerContext* context, const v1::WatchJobRequest* request,
+    grpc::ServerWriter<v1::JobEvent>* writer) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<std::shared_ptr<EventLog>> log =
+      coordinator_->JobEvents(request->job_id());
+  if (!log.ok()) return ToGrpcStatus(log.status());
+  // Take the cursor before the snapshot: an event in between is sent twice
+  // rather than lost.
+  uint64_t cursor = (*log)->EndCursor();
+  absl::StatusOr<v1::Job> job = coordinator_->GetJob(request->job_id());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  v1::JobEvent first;
+  *first.mutable_summary() = job->metrics();
+  *first.mutable_job() = std::move(*job);
+  if (!writer->Write(first)) return grpc::Status::OK;
+  while (!context->IsCancelled()) {
+    EventLog::Batch batch =
+        (*log)->Read(cursor, absl::Now() + absl::Milliseconds(250));
+    cursor = batch.next_cursor;
+    for (const v1::JobEvent& event : batch.events) {
+      if (!writer->Write(event)) return grpc::Status::OK;
+    }
+    if (batch.closed) return grpc::Status::OK;
+  }
+  return grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled");
+}
+
+grpc::Status JobServiceImpl::ListWorkers(grpc::ServerContext* context,
+                                         const v1::ListWorkersRequest*,
+                                         v1::ListWorkersResponse* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
+  for (v1::WorkerInfo& w : coordinator_->ListWorkers()) {
+    *response->add_workers() = std::move(w);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::ListSnapshots(
+    grpc::ServerContext* context, const v1::ListSnapshotsRequest* request,
+    v1::ListSnapshotsResponse* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
+  if (absl::StatusOr<v1::Job> job = coordinator_->GetJob(request->job_id());
+      !job.ok()) {
+    return ToGrpcStatus(job.status());
+  }
+  for (const SnapshotInfo& info : snapshots_->List(request->job_id())) {
+    *response->add_snapshots() = ToMeta(info);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::PullSnapshot(
+    grpc::ServerContext* context, const v1::PullSnapshotRequest* request,
+    grpc::ServerWriter<v1::SnapshotChunk>* writer) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
+  if (absl::StatusOr<v1::Job> job = coordinator_->GetJob(request->job_id());
+      !job.ok()) {
+    return ToGrpcStatus(job.status());
+  }
+  return SendSnapshot(request->job_id(),
+                      request->has_step() ? request->step() : -1, *snapshots_,
+                      writer);
+}
+
+}  // namespace gradsync

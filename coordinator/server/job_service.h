@@ -1,0 +1,57 @@
+// JobServiceImpl: gradsync.v1.JobService over a Coordinator (see
+// proto/gradsync/v1/job_service.proto for the contract). Thread-safe; the
+// Coordinator must outlive it.
+#pragma once
+
+#include "coordinator/control/coordinator.h"
+#include "coordinator/persist/snapshot_store.h"
+#include "coordinator/server/auth.h"
+#include "gradsync/v1/job_service.grpc.pb.h"
+
+namespace gradsync {
+
+class JobServiceImpl final : public v1::JobService::Service {
+ public:
+  // Every call is first checked against `auth` (see auth.h); both must
+  // outlive the service.
+  // Users read model snapshots from `snapshots`.
+  JobServiceImpl(Coordinator* coordinator, const Authenticator* auth,
+                 SnapshotStore* snapshots)
+      : coordinator_(coordinator), auth_(auth), snapshots_(snapshots) {}
+
+  grpc::Status SubmitJob(grpc::ServerContext* context,
+                         const v1::SubmitJobRequest* request,
+                         v1::Job* response) override;
+  grpc::Status GetJob(grpc::ServerContext* context,
+                      const v1::GetJobRequest* request,
+                      v1::Job* response) override;
+  grpc::Status ListJobs(grpc::ServerContext* context,
+                        const v1::ListJobsRequest* request,
+                        v1::ListJobsResponse* response) override;
+  grpc::Status CancelJob(grpc::ServerContext* context,
+                         const v1::CancelJobRequest* request,
+                         v1::Job* response) override;
+  grpc::Status WatchJob(grpc::ServerContext* context,
+                        const v1::WatchJobRequest* request,
+                        grpc::ServerWriter<v1::JobEvent>* writer) override;
+  grpc::Status ListWorkers(grpc::ServerContext* context,
+                           const v1::ListWorkersRequest* request,
+                           v1::ListWorkersResponse* response) override;
+  grpc::Status ListSnapshots(grpc::ServerContext* context,
+                             const v1::ListSnapshotsRequest* request,
+                             v1::ListSnapshotsResponse* response) override;
+  grpc::Status PullSnapshot(
+      grpc::ServerContext* context, const v1::PullSnapshotRequest* request,
+      grpc::ServerWriter<v1::SnapshotChunk>* writer) override;
+
+ private:
+  // A spec that starts from another job's snapshot: checks that the job and
+  // snapshot exist (NOT_FOUND) and fixes "latest" to its step.
+  absl::Status PinResumeSnapshot(v1::JobSpec* spec);
+
+  Coordinator* const coordinator_;
+  const Authenticator* const auth_;
+  SnapshotStore* const snapshots_;
+};
+
+}  // namespace gradsync

@@ -1,0 +1,132 @@
+// gradsync-coordinator: the control-plane server.
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "coordinator/client/stop_signals.h"
+#include "coordinator/client/token_flags.h"
+#include "coordinator/server/server.h"
+#include "gradsync/config.h"
+
+int main(int argc, char** argv) {
+  gradsync::ServerOptions options;
+  double heartbeat_timeout_s = 3.0;
+  double heartbeat_interval_s = 1.0;
+  std::string port_range = "29500-29999";
+  CLI::App app{"gradsync coordinator: jobs, rendezvous, shards, metrics"};
+  app.set_version_flag("--version", GRADSYNC_VERSION);
+  app.add_option("--listen", options.address, "host:port to serve on")
+      ->envname("GRADSYNC_LISTEN")
+      ->capture_default_str();
+  app.add_option("--state-dir", options.state_dir,
+                 "directory for the SQLite job database (empty: in memory)")
+      ->envname("GRADSYNC_STATE_DIR");
+  app.add_option("--heartbeat-timeout", heartbeat_timeout_s,
+                 "seconds without heartbeat before a worker is dead")
+      ->envname("GRADSYNC_HEARTBEAT_TIMEOUT")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--heartbeat-interval", heartbeat_interval_s,
+                 "seconds between worker heartbeats")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--port-range", port_range,
+                 "data-plane ports handed out when workers offer none")
+      ->capture_default_str();
+  app.add_option("--max-world-size", options.coordinator.max_world_size,
+                 "largest world size a job may ask for")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-active-jobs", options.coordinator.max_active_jobs,
+                 "jobs pending or running at once; more are refused")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-workers", options.coordinator.max_workers,
+                 "registered live workers; more are refused")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--data-root", options.coordinator.data_roots,
+                 "dataset paths must lie under one of these (repeatable; "
+                 "default: anywhere)")
+      ->envname("GRADSYNC_DATA_ROOTS")
+      ->delimiter(',');
+  app.add_option("--max-snapshot-bytes", options.max_snapshot_bytes,
+                 "largest model snapshot accepted")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-message-bytes", options.max_receive_message_bytes,
+                 "largest request accepted")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  gradsync::TokenFlags user_token(app, "user-token", "GRADSYNC_TOKEN",
+                                  "token users must send; empty: open", "user");
+  gradsync::TokenFlags worker_token(
+      app, "worker-token", "GRADSYNC_WORKER_TOKEN",
+      "token workers must send; empty: open", "worker");
+  app.add_option("--tls-cert", options.tls.cert_file,
+                 "serve TLS with this PEM certificate (chain)")
+      ->envname("GRADSYNC_TLS_CERT");
+  app.add_option("--tls-key", options.tls.key_file,
+                 "PEM private key of --tls-cert")
+      ->envname("GRADSYNC_TLS_KEY");
+  app.add_option("--tls-client-ca", options.tls.client_ca_file,
+                 "verify client certificates against this PEM CA (mutual TLS)")
+      ->envname("GRADSYNC_TLS_CLIENT_CA");
+  app.add_flag("--require-worker-cert", options.auth.worker_cert,
+               "worker calls need a client certificate signed by "
+               "--tls-client-ca")
+      ->envname("GRADSYNC_REQUIRE_WORKER_CERT");
+  CLI11_PARSE(app, argc, argv);
+  for (auto [flags, out] : {std::pair{&user_token, &options.auth.user},
+                            std::pair{&worker_token, &options.auth.worker}}) {
+    absl::StatusOr<std::string> token = flags->Load();
+    if (!token.ok()) {
+      std::fprintf(stderr, "gradsync-coordinator: %s\n",
+                   std::string(token.status().message()).c_str());
+      return 2;
+    }
+    *out = *token;
+  }
+  if (!options.auth.user.empty() && options.auth.user == options.auth.worker) {
+    std::fprintf(stderr,
+                 "gradsync-coordinator: the user and worker tokens must "
+                 "differ\n");
+    return 2;
+  }
+
+  int first = 0, last = 0;
+  if (std::sscanf(port_range.c_str(), "%d-%d", &first, &last) != 2) {
+    std::fprintf(stderr, "--port-range must look like 29500-29999 (got %s)\n",
+                 port_range.c_str());
+    return 2;
+  }
+  options.coordinator.port_range_first = first;
+  options.coordinator.port_range_last = last;
+  options.coordinator.heartbeat_timeout = absl::Seconds(heartbeat_timeout_s);
+  options.coordinator.heartbeat_interval = absl::Seconds(heartbeat_interval_s);
+
+  // Before gRPC starts its threads, so that they inherit the mask.
+  gradsync::BlockStopSignals();
+
+  auto server = gradsync::CoordinatorServer::Start(options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "gradsync-coordinator: %s\n",
+                 server.status().ToString().c_str());
+    return 1;
+  }
+  std::fprintf(
+      stderr, "gradsync-coordinator %s listening on port %d (%s; state: %s)\n",
+      GRADSYNC_VERSION, (*server)->port(),
+      options.tls.cert_file.empty() ? "plaintext"
+      : options.auth.worker_cert    ? "TLS, workers need certificates"
+      : !options.tls.client_ca_file.empty()
+          ? "TLS, client certificates verified"
+          : "TLS",
+      options.state_dir.empty() ? "in memory" : options.state_dir.c_str());
+  gradsync::WaitForStopSignal();
+  std::fprintf(stderr, "gradsync-coordinator: shutting down\n");
+  (*server)->Shutdown();
+  return 0;
+}

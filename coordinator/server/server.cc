@@ -1,0 +1,103 @@
+#include "coordinator/server/server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+
+namespace gradsync {
+
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
+    ServerOptions options) {
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  if (options.auth.worker_cert && options.tls.client_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "requiring worker certificates needs TLS with a client CA "
+        "(--tls-cert, --tls-key, --tls-client-ca)");
+  }
+  std::unique_ptr<JobStore> store;
+  if (!options.state_dir.empty()) {
+    absl::StatusOr<std::unique_ptr<SqliteJobStore>> sqlite =
+        SqliteJobStore::Open(options.state_dir);
+    if (!sqlite.ok()) return sqlite.status();
+    store = std::move(*sqlite);
+  }
+  std::unique_ptr<CoordinatorServer> s(new CoordinatorServer());
+  // Snapshots live with the state; without a state directory, in a
+  // temporary one that goes with the server.
+  std::string snapshot_dir = options.state_dir + "/snapshots";
+  if (options.state_dir.empty()) {
+    static std::atomic<int> servers{0};
+    snapshot_dir =
+        (std::filesystem::temp_directory_path() /
+         absl::StrCat("gradsync-snapshots-", getpid(), "-", servers++))
+            .string();
+    s->snapshot_tmp_dir_ = snapshot_dir;
+  }
+  absl::StatusOr<std::unique_ptr<SnapshotStore>> snapshots =
+      SnapshotStore::Open(snapshot_dir, SnapshotRetention());
+  if (!snapshots.ok()) return snapshots.status();
+  s->snapshots_ = std::move(*snapshots);
+  absl::StatusOr<std::unique_ptr<Coordinator>> coordinator =
+      Coordinator::Create(options.coordinator, std::move(store));
+  if (!coordinator.ok()) return coordinator.status();
+  s->coordinator_ = std::move(*coordinator);
+  s->auth_ = std::make_unique<Authenticator>(options.auth);
+  s->job_service_ = std::make_unique<JobServiceImpl>(
+      s->coordinator_.get(), s->auth_.get(), s->snapshots_.get());
+  s->worker_service_ = std::make_unique<WorkerServiceImpl>(
+      s->coordinator_.get(), s->auth_.get(), s->snapshots_.get(),
+      options.max_snapshot_bytes);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.address, *credentials, &s->port_);
+  builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_send_message_bytes);
+  builder.RegisterService(s->job_service_.get());
+  builder.RegisterService(s->worker_service_.get());
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", options.address,
+        options.tls.cert_file.empty()
+            ? " (address in use or invalid?)"
+            : " (address in use or invalid, or the TLS certificate and key "
+              "do not match?)"));
+  }
+  return s;
+}
+
+CoordinatorServer::~CoordinatorServer() {
+  Shutdown();
+  if (!snapshot_tmp_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(snapshot_tmp_dir_, ec);
+  }
+}
+
+std::string CoordinatorServer::local_address() const {
+  return absl::StrCat("localhost:", port_);
+}
+
+void CoordinatorServer::Shutdown() {
+  if (coordinator_) coordinator_->Shutdown();
+  if (server_) {
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::seconds(2));
+  }
+}
+
+void CoordinatorServer::Wait() {
+  if (server_) server_->Wait();
+}
+
+}  // namespace gradsync

@@ -1,0 +1,64 @@
+// CoordinatorServer: a running gRPC server with JobService, WorkerService,
+// grpc.health.v1 and server reflection over one Coordinator.
+//
+// Start() binds (port 0 picks a free port; see port()). Shutdown() wakes
+// blocked calls, then stops the server; the destructor calls it.
+// Thread-safe after Start().
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "coordinator/control/coordinator.h"
+#include "coordinator/persist/snapshot_store.h"
+#include "coordinator/server/auth.h"
+#include "coordinator/server/job_service.h"
+#include "coordinator/server/worker_service.h"
+#include "coordinator/wire/tls.h"
+
+namespace gradsync {
+
+struct ServerOptions {
+  std::string address = "0.0.0.0:50051";  // host:port; port 0 = any free
+  std::string state_dir;                  // empty = keep nothing on disk
+  // Requests larger than this are rejected with RESOURCE_EXHAUSTED.
+  int max_receive_message_bytes = 4 << 20;
+  int max_send_message_bytes = 64 << 20;
+  int64_t max_snapshot_bytes = int64_t{4} << 30;  // one model snapshot
+  CoordinatorOptions coordinator;
+  AuthTokens auth;     // empty tokens: no authentication (see auth.h)
+  ServerTlsFiles tls;  // empty: plaintext (see tls.h)
+};
+
+class CoordinatorServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(
+      ServerOptions options);
+  ~CoordinatorServer();
+
+  int port() const { return port_; }
+  // "localhost:<port>", for clients in the same process or host.
+  std::string local_address() const;
+  Coordinator& coordinator() { return *coordinator_; }
+
+  void Shutdown();
+  // Blocks until Shutdown() is called from another thread.
+  void Wait();
+
+ private:
+  CoordinatorServer() = default;
+
+  std::unique_ptr<SnapshotStore> snapshots_;
+  std::string snapshot_tmp_dir_;  // removed at destruction (no state dir)
+  std::unique_ptr<Coordinator> coordinator_;
+  std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<JobServiceImpl> job_service_;
+  std::unique_ptr<WorkerServiceImpl> worker_service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+}  // namespace gradsync

@@ -1,0 +1,226 @@
+#include "coordinator/server/worker_service.h"
+
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "coordinator/server/snapshot_rpc.h"
+#include "coordinator/wire/grpc_status.h"
+#include "coordinator/wire/secrets.h"
+
+namespace gradsync {
+
+grpc::Status WorkerServiceImpl::Authorize(const grpc::ServerContext& context,
+                                          const std::string& worker_id,
+                                          const std::string& job_id,
+                                          int attempt, int rank) const {
+  if (grpc::Status s = auth_->Check(context, Role::kWorker); !s.ok()) {
+    return s;
+  }
+  return ToGrpcStatus(coordinator_->AuthorizeWorker(
+      worker_id, ClientMetadata(context, kWorkerKeyHeader), job_id, attempt,
+      rank));
+}
+
+grpc::Status WorkerServiceImpl::RegisterWorker(
+    grpc::ServerContext* context, const v1::RegisterWorkerRequest* request,
+    v1::RegisterWorkerResponse* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kWorker); !s.ok()) {
+    return s;
+  }
+  return Reply(coordinator_->RegisterWorker(*request), response);
+}
+
+grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* context,
+                                          const v1::HeartbeatRequest* request,
+                                          v1::HeartbeatResponse* response) {
+  if (grpc::Status s = Authorize(*context, request->worker_id(), "", 0, -1);
+      !s.ok()) {
+    return s;
+  }
+  return Reply(coordinator_->Heartbeat(*request), response);
+}
+
+grpc::Status WorkerServiceImpl::GetShard(grpc::ServerContext* context,
+                                         const v1::GetShardRequest* request,
+                                         v1::GetShardResponse* response) {
+  if (grpc::Status s =
+          Authorize(*context, request->worker_id(), request->job_id(),
+                    request->attempt(), request->rank());
+      !s.ok()) {
+    return s;
+  }
+  return Reply(coordinator_->GetShard(*request), response);
+}
+
+grpc::Status WorkerServiceImpl::ReportMetrics(
+    grpc::ServerContext* context, const v1::ReportMetricsRequest* request,
+    v1::ReportMetricsResponse*) {
+  // A rank reports its own steps; evaluation results come from rank 0.
+  std::set<int> ranks;
+  for (const v1::StepMetrics& step : request->steps())
+    ranks.insert(step.rank());
+  if (request->eval_size() > 0) ranks.insert(0);
+  if (ranks.size() > 1) {
+    return grpc::Status(
+        grpc::StatusCode::PERMISSION_DENIED,
+        absl::StrCat("report metrics: a worker reports for its own rank only "
+                     "(this report names ranks ",
+                     absl::StrJoin(ranks, ", "), ")"));
+  }
+  if (grpc::Status s =
+          Authorize(*context, request->worker_id(), request->job_id(),
+                    request->attempt(), ranks.empty() ? -1 : *ranks.begin());
+      !s.ok()) {
+    return s;
+  }
+  return ToGrpcStatus(coordinator_->ReportMetrics(*request));
+}
+
+grpc::Status WorkerServiceImpl::CompleteTask(
+    grpc::ServerContext* context, const v1::CompleteTaskRequest* request,
+    v1::CompleteTaskResponse*) {
+  if (grpc::Status s =
+          Authorize(*context, request->worker_id(), request->job_id(),
+                    request->attempt(), request->rank());
+      !s.ok()) {
+    return s;
+  }
+  return ToGrpcStatus(coordinator_->CompleteTask(*request));
+}
+
+absl::StatusOr<std::shared_ptr<MemoryStore>> WorkerServiceImpl::AttemptStore(
+    const grpc::ServerContext& context, const std::string& worker_id,
+    const std::string& job_id, int attempt,
+    const std::vector<std::string>& keys) const {
+  if (grpc::Status s = Authorize(context, worker_id, job_id, attempt, -1);
+      !s.ok()) {
+    return FromGrpcStatus(s);
+  }
+  for (const std::string& key : keys) {
+    if (key.empty()) {
+      return absl::InvalidArgumentError("store key must not be empty");
+    }
+  }
+  return coordinator_->Store(job_id, attempt);
+}
+
+grpc::Status WorkerServiceImpl::StoreSet(grpc::ServerContext* context,
+                                         const v1::StoreSetRequest* request,
+                                         v1::StoreSetResponse*) {
+  auto store = AttemptStore(*context, request->worker_id(), request->job_id(),
+                            request->attempt(), {request->key()});
+  if (!store.ok()) return ToGrpcStatus(store.status());
+  return ToGrpcStatus((*store)->Set(request->key(), request->value()));
+}
+
+grpc::Status WorkerServiceImpl::StoreGet(grpc::ServerContext* context,
+                                         const v1::StoreGetRequest* request,
+                                         v1::StoreGetResponse* response) {
+  auto store = AttemptStore(*context, request->worker_id(), request->job_id(),
+                            request->attempt(), {request->key()});
+  if (!store.ok()) return ToGrpcStatus(store.status());
+  absl::StatusOr<std::string> value = (*store)->Get(
+      request->key(), WaitTimeout(*context, request->timeout_ms(),
+                                  coordinator_->options().max_wait));
+  if (!value.ok()) return ToGrpcStatus(value.status());
+  response->set_value(std::move(*value));
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::StoreAdd(grpc::ServerContext* context,
+                                         const v1::StoreAddRequest* request,
+                                         v1::StoreAddResponse* response) {
+  auto store = AttemptStore(*context, request->worker_id(), request->job_id(),
+                            request->attempt(), {request->key()});
+  if (!store.ok()) return ToGrpcStatus(store.status());
+  absl::StatusOr<int64_t> value =
+      (*store)->Add(request->key(), request->delta());
+  if (!value.ok()) return ToGrpcStatus(value.status());
+  response->set_value(*value);
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::StoreWait(grpc::ServerContext* context,
+                                          const v1::StoreWaitRequest* request,
+                                          v1::StoreWaitResponse*) {
+  std::vector<std::string> keys(request->keys().begin(), request->keys().end());
+  auto store = AttemptStore(*context, request->worker_id(), request->job_id(),
+                            request->attempt(), keys);
+  if (!store.ok()) return ToGrpcStatus(store.status());
+  return ToGrpcStatus(
+      (*store)->Wait(keys, WaitTimeout(*context, request->timeout_ms(),
+                                       coordinator_->options().max_wait)));
+}
+
+grpc::Status WorkerServiceImpl::Barrier(grpc::ServerContext* context,
+                                        const v1::BarrierRequest* request,
+                                        v1::BarrierResponse*) {
+  if (grpc::Status s =
+          Authorize(*context, request->worker_id(), request->job_id(),
+                    request->attempt(), request->rank());
+      !s.ok()) {
+    return s;
+  }
+  if (request->name().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "barrier name must not be empty");
+  }
+  absl::StatusOr<std::shared_ptr<BarrierTable>> barriers =
+      coordinator_->Barriers(request->job_id(), request->attempt());
+  if (!barriers.ok()) return ToGrpcStatus(barriers.status());
+  return ToGrpcStatus(
+      (*barriers)->Arrive(request->name(), request->rank(),
+                          WaitDeadline(*context, request->timeout_ms(),
+                                       coordinator_->options().max_wait)));
+}
+
+grpc::Status WorkerServiceImpl::UploadSnapshot(
+    grpc::ServerContext* context, grpc::ServerReader<v1::SnapshotChunk>* reader,
+    v1::SnapshotMeta* response) {
+  v1::SnapshotChunk first;
+  if (!reader->Read(&first)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "snapshot upload: no chunk");
+  }
+  // Only rank 0 of the job's current attempt uploads.
+  if (grpc::Status s = Authorize(*context, first.worker_id(),
+                                 first.meta().job_id(), first.attempt(), 0);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<v1::Job> job = coordinator_->GetJob(first.meta().job_id());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  SnapshotRetention retention;
+  retention.keep_last = job->spec().snapshot_keep_last();
+  retention.keep_best = job->spec().snapshot_keep_best();
+  return ReceiveSnapshot(first, reader, *snapshots_, retention,
+                         max_snapshot_bytes_, response);
+}
+
+grpc::Status WorkerServiceImpl::DownloadSnapshot(
+    grpc::ServerContext* context, const v1::PullSnapshotRequest* request,
+    grpc::ServerWriter<v1::SnapshotChunk>* writer) {
+  if (grpc::Status s = Authorize(*context, request->worker_id(),
+                                 request->job_id(), request->attempt(), -1);
+      !s.ok()) {
+    return s;
+  }
+  const std::string& from = request->snapshot_job_id();
+  if (!from.empty() && from != request->job_id()) {
+    absl::StatusOr<v1::Job> job = coordinator_->GetJob(request->job_id());
+    if (!job.ok()) return ToGrpcStatus(job.status());
+    if (job->spec().checkpoint().resume_snapshot_job() != from) {
+      return grpc::Status(
+          grpc::StatusCode::PERMISSION_DENIED,
+          absl::StrCat("job ", request->job_id(),
+                       " does not start from a snapshot of job ", from));
+    }
+  }
+  return SendSnapshot(from.empty() ? request->job_id() : from,
+                      request->has_step() ? request->step() : -1, *snapshots_,
+                      writer);
+}
+
+}  // namespace gradsync

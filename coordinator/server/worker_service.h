@@ -1,0 +1,87 @@
+// WorkerServiceImpl: gradsync.v1.WorkerService over a Coordinator (see
+// proto/gradsync/v1/worker_service.proto for the protocol). Thread-safe; the
+// Coordinator must outlive it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coordinator/control/coordinator.h"
+#include "coordinator/persist/snapshot_store.h"
+#include "coordinator/server/auth.h"
+#include "gradsync/v1/worker_service.grpc.pb.h"
+
+namespace gradsync {
+
+class WorkerServiceImpl final : public v1::WorkerService::Service {
+ public:
+  // Every call is first checked against `auth` (see auth.h), and every call
+  // but RegisterWorker against the caller's worker key and assignment
+  // (Coordinator::AuthorizeWorker); both must outlive the service.
+  // Snapshots go to `snapshots` (at most `max_snapshot_bytes` each).
+  WorkerServiceImpl(Coordinator* coordinator, const Authenticator* auth,
+                    SnapshotStore* snapshots, int64_t max_snapshot_bytes)
+      : coordinator_(coordinator),
+        auth_(auth),
+        snapshots_(snapshots),
+        max_snapshot_bytes_(max_snapshot_bytes) {}
+
+  grpc::Status RegisterWorker(grpc::ServerContext* context,
+                              const v1::RegisterWorkerRequest* request,
+                              v1::RegisterWorkerResponse* response) override;
+  grpc::Status Heartbeat(grpc::ServerContext* context,
+                         const v1::HeartbeatRequest* request,
+                         v1::HeartbeatResponse* response) override;
+  grpc::Status GetShard(grpc::ServerContext* context,
+                        const v1::GetShardRequest* request,
+                        v1::GetShardResponse* response) override;
+  grpc::Status ReportMetrics(grpc::ServerContext* context,
+                             const v1::ReportMetricsRequest* request,
+                             v1::ReportMetricsResponse* response) override;
+  grpc::Status CompleteTask(grpc::ServerContext* context,
+                            const v1::CompleteTaskRequest* request,
+                            v1::CompleteTaskResponse* response) override;
+  grpc::Status StoreSet(grpc::ServerContext* context,
+                        const v1::StoreSetRequest* request,
+                        v1::StoreSetResponse* response) override;
+  grpc::Status StoreGet(grpc::ServerContext* context,
+                        const v1::StoreGetRequest* request,
+                        v1::StoreGetResponse* response) override;
+  grpc::Status StoreAdd(grpc::ServerContext* context,
+                        const v1::StoreAddRequest* request,
+                        v1::StoreAddResponse* response) override;
+  grpc::Status StoreWait(grpc::ServerContext* context,
+                         const v1::StoreWaitRequest* request,
+                         v1::StoreWaitResponse* response) override;
+  grpc::Status Barrier(grpc::ServerContext* context,
+                       const v1::BarrierRequest* request,
+                       v1::BarrierResponse* response) override;
+
+  grpc::Status UploadSnapshot(grpc::ServerContext* context,
+                              grpc::ServerReader<v1::SnapshotChunk>* reader,
+                              v1::SnapshotMeta* response) override;
+  grpc::Status DownloadSnapshot(
+      grpc::ServerContext* context, const v1::PullSnapshotRequest* request,
+      grpc::ServerWriter<v1::SnapshotChunk>* writer) override;
+
+ private:
+  // The worker token, then the worker key and assignment (rank < 0: any).
+  grpc::Status Authorize(const grpc::ServerContext& context,
+                         const std::string& worker_id,
+                         const std::string& job_id, int attempt,
+                         int rank) const;
+  // The store of the caller's job attempt, after Authorize (any rank) and
+  // a check that no key is empty.
+  absl::StatusOr<std::shared_ptr<MemoryStore>> AttemptStore(
+      const grpc::ServerContext& context, const std::string& worker_id,
+      const std::string& job_id, int attempt,
+      const std::vector<std::string>& keys) const;
+
+  Coordinator* const coordinator_;
+  const Authenticator* const auth_;
+  SnapshotStore* const snapshots_;
+  const int64_t max_snapshot_bytes_;
+};
+
+}  // namespace gradsync

@@ -1,0 +1,178 @@
+// Failure detection and cancellation with a real server and real time.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "tests/fakes/test_cluster.h"
+
+namespace gradsync::testing {
+namespace {
+
+TEST(FailureTest, SilentWorkerIsDeclaredDeadAndItsJobFails) {
+  TestCluster c(absl::Milliseconds(300));
+  SimWorker alive(c.workers(), "host-a");
+  SimWorker doomed(c.workers(), "host-b");
+  v1::Job job = c.Submit(c.Spec(2));
+  v1::Assignment a0 = alive.AwaitAssignment();
+  v1::Assignment a1 = doomed.AwaitAssignment();
+  const int dead_rank = a1.rank();
+
+  // The live worker keeps heartbeating; the other goes silent.
+  std::atomic<bool> stop{false};
+  std::thread beats([&] {
+    while (!stop) {
+      v1::HeartbeatResponse r;
+      (void)alive.Heartbeat(&r);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  v1::Job failed = c.WaitForState(job.id(), v1::JOB_STATE_FAILED);
+  stop = true;
+  beats.join();
+  ASSERT_EQ(failed.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(failed.message().find("rank " + std::to_string(dead_rank)),
+            std::string::npos)
+      << failed.message();
+  EXPECT_NE(failed.message().find("host-b"), std::string::npos);
+  EXPECT_NE(failed.message().find("last step"), std::string::npos);
+  // No spare worker: the survivor alone is below min_workers (2).
+  EXPECT_NE(failed.message().find("cannot restart: 1 worker(s) available"),
+            std::string::npos)
+      << failed.message();
+
+  // The dead worker must register again; the survivor is told to stop.
+  v1::HeartbeatResponse r;
+  EXPECT_EQ(doomed.Heartbeat(&r).error_code(), grpc::StatusCode::NOT_FOUND);
+  ASSERT_TRUE(alive.Heartbeat(&r).ok());
+  EXPECT_EQ(r.action(), v1::ACTION_STOP);
+  EXPECT_NE(r.reason().find("FAILED"), std::string::npos);
+}
+
+TEST(FailureTest, FailedRankFailsTheJobWithItsMessage) {
+  TestCluster c;
+  SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-a");
+  v1::JobSpec spec = c.Spec(2);
+  spec.set_max_restarts(0);
+  v1::Job job = c.Submit(spec);
+  w0.AwaitAssignment();
+  v1::Assignment a1 = w1.AwaitAssignment();
+  ASSERT_TRUE(w1.Complete(false, "CUDA out of memory").ok());
+  v1::Job failed = c.Get(job.id());
+  EXPECT_EQ(failed.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(failed.message().find("rank " + std::to_string(a1.rank())),
+            std::string::npos);
+  EXPECT_NE(failed.message().find("CUDA out of memory"), std::string::npos);
+  EXPECT_NE(failed.message().find("restarts are off"), std::string::npos)
+      << failed.message();
+}
+
+TEST(FailureTest, CancelStopsWorkersWhichBecomeIdleAndReusable) {
+  TestCluster c;
+  SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-a");
+  v1::Job first = c.Submit(c.Spec(2));
+  w0.AwaitAssignment();
+  w1.AwaitAssignment();
+  v1::Job queued = c.Submit(c.Spec(2));  // waits: both workers busy
+  EXPECT_EQ(queued.state(), v1::JOB_STATE_PENDING);
+
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(first.id());
+  cancel.set_reason("test");
+  v1::Job cancelled;
+  ASSERT_TRUE(c.jobs().CancelJob(Ctx().get(), cancel, &cancelled).ok());
+  EXPECT_EQ(cancelled.state(), v1::JOB_STATE_CANCELLED);
+  const int released_port = cancelled.master_port();
+  EXPECT_EQ(c.jobs().CancelJob(Ctx().get(), cancel, &cancelled).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+
+  for (SimWorker* w : {&w0, &w1}) {
+    v1::HeartbeatResponse r;
+    ASSERT_TRUE(w->Heartbeat(&r).ok());
+    EXPECT_EQ(r.action(), v1::ACTION_STOP);
+    EXPECT_NE(r.reason().find("CANCELLED"), std::string::npos);
+    w->DropTask();
+  }
+  // One idle worker is not enough for the queued job ...
+  v1::HeartbeatResponse r;
+  ASSERT_TRUE(w0.Heartbeat(&r).ok());
+  EXPECT_EQ(r.action(), v1::ACTION_NONE);
+  EXPECT_EQ(c.Get(queued.id()).state(), v1::JOB_STATE_PENDING);
+  // ... two are: both get it.
+  v1::Assignment a1 = w1.AwaitAssignment();
+  v1::Assignment a0 = w0.AwaitAssignment();
+  EXPECT_EQ(a0.job_id(), queued.id());
+  EXPECT_EQ(a1.job_id(), queued.id());
+  EXPECT_EQ(c.Get(queued.id()).state(), v1::JOB_STATE_RUNNING);
+  // The cancelled job's port was released and may be reused.
+  EXPECT_EQ(a0.master_port(), released_port);
+}
+
+TEST(FailureTest, TwoJobsOnOneHostGetDifferentPorts) {
+  TestCluster c;
+  SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-a");
+  c.Submit(c.Spec(1));
+  c.Submit(c.Spec(1));
+  v1::Assignment a0 = w0.AwaitAssignment();
+  v1::Assignment a1 = w1.AwaitAssignment();
+  EXPECT_NE(a0.job_id(), a1.job_id());
+  EXPECT_NE(a0.master_port(), a1.master_port());
+}
+
+}  // namespace
+}  // namespace gradsync::testing
+
+namespace gradsync::testing {
+namespace {
+
+// A rank that stops entering collectives while heartbeating (stuck in its
+// training thread) is named within a few heartbeat intervals, and the
+// stall clears once it catches up.
+TEST(StallTest, TheRankBehindTheOthersCollectiveIsNamed) {
+  TestCluster c(absl::Milliseconds(400));  // heartbeats every 100 ms
+  std::vector<std::unique_ptr<SimWorker>> w;
+  for (int i = 0; i < 3; ++i) {
+    w.push_back(std::make_unique<SimWorker>(c.workers(), "host-a"));
+  }
+  v1::Job job = c.Submit(c.Spec(3));
+  for (auto& worker : w) worker->AwaitAssignment();
+  SimWorker* stuck = nullptr;
+  for (auto& worker : w) {
+    worker->set_collective_seq(7);
+    if (worker->task()->rank() == 1) {
+      stuck = worker.get();
+      worker->set_collective_seq(6);
+    }
+  }
+  auto beat_all = [&] {
+    for (auto& worker : w) {
+      v1::HeartbeatResponse r;
+      ASSERT_TRUE(worker->Heartbeat(&r).ok());
+    }
+  };
+  const absl::Time start = absl::Now();
+  std::string stall;
+  while (stall.empty() && absl::Now() - start < absl::Seconds(10)) {
+    beat_all();
+    absl::SleepFor(absl::Milliseconds(50));
+    stall = c.Get(job.id()).stall();
+  }
+  EXPECT_NE(stall.find("rank 1 (worker " + stuck->id() +
+                       " on host host-a, at #6, step"),
+            std::string::npos)
+      << stall;
+  EXPECT_NE(stall.find("has not reached collective #7 that rank(s) 0, 2 "
+                       "have waited in for"),
+            std::string::npos)
+      << stall;
+  // Reported after 3 heartbeat intervals (300 ms) of no progress.
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(300));
+
+  stuck->set_collective_seq(7);
+  for (int i = 0; i < 5; ++i) beat_all();
+  absl::SleepFor(absl::Milliseconds(100));  // a detector sweep
+  EXPECT_EQ(c.Get(job.id()).stall(), "");
+}
+
+}  // namespace
+}  // namespace gradsync::testing

@@ -1,0 +1,148 @@
+// A worker acts only as itself and only for the job attempt and rank it was
+// assigned: calls with another worker's id, without its key, for a job it
+// does not run or as another rank are PERMISSION_DENIED naming why.
+#include <gtest/gtest.h>
+
+#include "coordinator/server/auth.h"
+#include "tests/fakes/test_cluster.h"
+
+namespace gradsync::testing {
+namespace {
+
+class WorkerPermissionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    a_ = std::make_unique<SimWorker>(c_.workers(), "host-a");
+    b_ = std::make_unique<SimWorker>(c_.workers(), "host-b");
+    job_ = c_.Submit(c_.Spec(2));
+    a_->AwaitAssignment();
+    b_->AwaitAssignment();
+    // Registered after the job started: idle, assigned nothing.
+    spare_ = std::make_unique<SimWorker>(c_.workers(), "host-c");
+  }
+
+  // Worker `w`'s assignment.
+  int RankOf(const SimWorker& w) const { return w.task()->rank(); }
+
+  grpc::Status StoreSet(const std::string& worker_id,
+                        std::unique_ptr<grpc::ClientContext> ctx) {
+    v1::StoreSetRequest request;
+    request.set_worker_id(worker_id);
+    request.set_job_id(job_.id());
+    request.set_attempt(1);
+    request.set_key("k");
+    request.set_value("v");
+    v1::StoreSetResponse response;
+    return c_.workers().StoreSet(ctx.get(), request, &response);
+  }
+
+  grpc::Status GetShard(const SimWorker& w, int rank) {
+    v1::GetShardRequest request;
+    request.set_worker_id(w.id());
+    request.set_job_id(job_.id());
+    request.set_attempt(1);
+    request.set_rank(rank);
+    v1::GetShardResponse response;
+    return c_.workers().GetShard(w.Context().get(), request, &response);
+  }
+
+  TestCluster c_;
+  std::unique_ptr<SimWorker> a_, b_, spare_;
+  v1::Job job_;
+};
+
+void ExpectDenied(const grpc::Status& s, const std::string& says) {
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+      << s.error_message();
+  EXPECT_NE(s.error_message().find(says), std::string::npos)
+      << s.error_message();
+}
+
+TEST_F(WorkerPermissionTest, AssignedWorkersMayActForTheirOwnRank) {
+  EXPECT_TRUE(StoreSet(a_->id(), a_->Context()).ok());
+  EXPECT_TRUE(GetShard(*a_, RankOf(*a_)).ok());
+  EXPECT_TRUE(GetShard(*b_, RankOf(*b_)).ok());
+}
+
+TEST_F(WorkerPermissionTest, AnotherWorkersIdNeedsItsKey) {
+  // No key at all, then worker b's key for worker a's id.
+  ExpectDenied(StoreSet(a_->id(), Ctx()), "missing worker key");
+  ExpectDenied(StoreSet(a_->id(), b_->Context()), "wrong worker key");
+  v1::HeartbeatRequest hb;
+  hb.set_worker_id(a_->id());
+  v1::HeartbeatResponse response;
+  ExpectDenied(c_.workers().Heartbeat(spare_->Context().get(), hb, &response),
+               "wrong worker key");
+}
+
+TEST_F(WorkerPermissionTest, AWorkerNotInTheJobIsDenied) {
+  ExpectDenied(StoreSet(spare_->id(), spare_->Context()),
+               "worker " + spare_->id() + " is not assigned to job " +
+                   job_.id() + " attempt 1");
+  ExpectDenied(GetShard(*spare_, 0), "is not assigned");
+}
+
+TEST_F(WorkerPermissionTest, ARankActsOnlyAsItself) {
+  const int other = 1 - RankOf(*a_);
+  ExpectDenied(GetShard(*a_, other),
+               "is rank " + std::to_string(RankOf(*a_)) + " of job " +
+                   job_.id() + " attempt 1, not rank " + std::to_string(other));
+
+  v1::BarrierRequest barrier;
+  barrier.set_worker_id(a_->id());
+  barrier.set_job_id(job_.id());
+  barrier.set_attempt(1);
+  barrier.set_name("start");
+  barrier.set_rank(other);
+  barrier.set_timeout_ms(10);
+  v1::BarrierResponse ignored_barrier;
+  ExpectDenied(
+      c_.workers().Barrier(a_->Context().get(), barrier, &ignored_barrier),
+      "not rank");
+
+  // Completing another rank's task would let one worker finish the job.
+  v1::CompleteTaskRequest complete;
+  complete.set_worker_id(a_->id());
+  complete.set_job_id(job_.id());
+  complete.set_attempt(1);
+  complete.set_rank(other);
+  complete.set_success(true);
+  v1::CompleteTaskResponse ignored_complete;
+  ExpectDenied(c_.workers().CompleteTask(a_->Context().get(), complete,
+                                         &ignored_complete),
+               "not rank");
+  EXPECT_EQ(c_.Get(job_.id()).state(), v1::JOB_STATE_RUNNING);
+}
+
+TEST_F(WorkerPermissionTest, MetricsOnlyForTheReportersRank) {
+  const SimWorker& rank1 = RankOf(*a_) == 1 ? *a_ : *b_;
+  v1::ReportMetricsRequest report;
+  report.set_worker_id(rank1.id());
+  report.set_job_id(job_.id());
+  report.set_attempt(1);
+  report.add_steps()->set_rank(1);
+  v1::ReportMetricsResponse ignored;
+  EXPECT_TRUE(
+      c_.workers().ReportMetrics(rank1.Context().get(), report, &ignored).ok());
+  // Evaluation results come from rank 0 only.
+  report.add_eval()->set_accuracy(0.5);
+  ExpectDenied(
+      c_.workers().ReportMetrics(rank1.Context().get(), report, &ignored),
+      "ranks 0, 1");
+  report.clear_eval();
+  report.add_steps()->set_rank(0);
+  ExpectDenied(
+      c_.workers().ReportMetrics(rank1.Context().get(), report, &ignored),
+      "own rank only");
+  EXPECT_EQ(c_.Get(job_.id()).metrics().eval_size(), 0);
+}
+
+TEST_F(WorkerPermissionTest, StoreCallsNeedAWorkerId) {
+  grpc::Status s = StoreSet("", a_->Context());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("worker_id is required"), std::string::npos)
+      << s.error_message();
+}
+
+}  // namespace
+}  // namespace gradsync::testing

@@ -1,0 +1,118 @@
+// Real agents (the worker process's loop, each on a thread) against an
+// in-process coordinator: they register (their health files say so), run a
+// 2-rank job on a small image folder through the coordinator's store, gloo
+// and the trainer, report metrics and evaluations, complete, and go back to
+// idle; Stop() ends Run().
+#include "worker/agent/agent.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <opencv2/imgcodecs.hpp>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "coordinator/client/channel.h"
+#include "tests/fakes/test_cluster.h"
+#include "worker/agent/health_file.h"
+
+namespace gradsync {
+namespace {
+
+namespace fs = std::filesystem;
+
+// <dir>/{train,test}/class<c>/<i>.png: 28x28 grayscale, 2 classes.
+void MakePngFolder(const fs::path& dir, int train, int test) {
+  std::mt19937 gen(5);
+  for (int c = 0; c < 2; ++c) {
+    for (auto [split, n] :
+         {std::pair<const char*, int>{"train", train}, {"test", test}}) {
+      const fs::path d = dir / split / ("class" + std::to_string(c));
+      fs::create_directories(d);
+      for (int i = 0; i < n; ++i) {
+        cv::Mat image(28, 28, CV_8UC1);
+        for (int p = 0; p < 28 * 28; ++p) {
+          image.data[p] = static_cast<uint8_t>(gen() % 100 + 100 * c);
+        }
+        ASSERT_TRUE(cv::imwrite((d / absl::StrCat(i, ".png")).string(), image));
+      }
+    }
+  }
+}
+
+// Waits until `file` was written within the last seconds; its contents.
+absl::StatusOr<std::string> AwaitHealth(const std::string& file,
+                                        const std::string& state) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  absl::StatusOr<std::string> health = absl::NotFoundError(file);
+  while (absl::Now() < deadline) {
+    health = CheckWorkerHealth(file, absl::Seconds(10));
+    if (health.ok() && health->find("(" + state + ")") != std::string::npos) {
+      return health;
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return health;
+}
+
+TEST(AgentTest, TwoAgentsTrainAJobAndReturnToIdle) {
+  testing::TestCluster cluster;
+  const fs::path dir = testing::UniqueTempDir("agent-test");
+  MakePngFolder(dir / "data", 8, 4);
+
+  std::vector<std::unique_ptr<Agent>> agents;
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> ran(2);
+  std::vector<std::string> health;
+  for (int i = 0; i < 2; ++i) {
+    AgentOptions o;
+    o.host = "127.0.0.1";
+    o.log_every = 0;
+    o.health_file = (dir / absl::StrCat("health-", i)).string();
+    health.push_back(o.health_file);
+    agents.push_back(std::make_unique<Agent>(
+        v1::WorkerService::NewStub(
+            MakeCoordinatorChannel(cluster.address(), /*token=*/"")),
+        o));
+    threads.emplace_back([&, i] { ran[i] = agents[i]->Run(); });
+  }
+  for (const std::string& file : health) {
+    absl::StatusOr<std::string> h = AwaitHealth(file, "idle");
+    ASSERT_TRUE(h.ok()) << h.status();
+  }
+
+  v1::JobSpec spec = cluster.Spec(2);
+  spec.mutable_dataset()->set_path((dir / "data").string());
+  spec.set_model("mlp");
+  spec.set_epochs(2);
+  spec.set_batch_size(4);
+  const v1::Job submitted = cluster.Submit(spec);
+  const v1::Job done =
+      cluster.WaitForState(submitted.id(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.message();
+  const v1::Job job = cluster.Get(submitted.id());
+  EXPECT_EQ(job.world_size(), 2);
+  ASSERT_EQ(job.metrics().ranks_size(), 2);
+  for (const v1::RankMetrics& r : job.metrics().ranks()) {
+    // 16 samples over 2 ranks in batches of 4: 2 steps an epoch.
+    EXPECT_EQ(r.last().step(), 4) << "rank " << r.rank();
+  }
+  ASSERT_EQ(job.metrics().eval_size(), 2);
+  EXPECT_EQ(job.metrics().eval(1).samples(), 8);  // every test sample once
+
+  for (const std::string& file : health) {
+    absl::StatusOr<std::string> h = AwaitHealth(file, "idle");
+    EXPECT_TRUE(h.ok()) << h.status();
+  }
+  for (auto& agent : agents) agent->Stop();
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : ran) EXPECT_TRUE(s.ok()) << s;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gradsync

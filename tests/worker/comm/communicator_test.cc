@@ -1,0 +1,263 @@
+// The communicators with W ranks as threads over an in-memory store. Built
+// twice: communicator_test runs gloo (and its own all-reduce paths);
+// nccl_communicator_test (GRADSYNC_TEST_NCCL, label gpu) runs the same cases
+// over NCCL, one GPU per rank, and skips them with a message where this
+// machine has fewer GPUs.
+#include "worker/comm/communicator.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "coordinator/store/memory_store.h"
+#include "gradsync/config.h"
+#include "tests/fakes/rank_threads.h"
+#include "worker/comm/devices.h"
+
+namespace gradsync {
+namespace {
+
+int GpuCount() {
+  static const int count = static_cast<int>(DiscoverDevices().cuda.size());
+  return count;
+}
+
+#ifdef GRADSYNC_TEST_NCCL
+constexpr Backend kBackend = Backend::kNccl;
+#else
+constexpr Backend kBackend = Backend::kGloo;
+#endif
+
+struct Group {
+  Backend backend;
+  int world;
+};
+
+void PrintTo(const Group& g, std::ostream* os) {
+  *os << BackendName(g.backend) << " x" << g.world;
+}
+
+std::string GroupName(const ::testing::TestParamInfo<Group>& info) {
+  return BackendName(info.param.backend) + std::to_string(info.param.world);
+}
+
+class CommTest : public ::testing::TestWithParam<Group> {
+ protected:
+  void SetUp() override {
+    if (GetParam().backend == Backend::kNccl && GpuCount() < GetParam().world) {
+      GTEST_SKIP() << "NCCL with " << GetParam().world << " rank(s) needs "
+                   << GetParam().world << " GPU(s); this machine has "
+                   << GpuCount();
+    }
+  }
+  Backend backend() const { return GetParam().backend; }
+};
+
+TEST_P(CommTest, AllReduceSumAndAverageOverSizes) {
+  const int world = GetParam().world;
+  RunRanks(backend(), world, absl::Seconds(60),
+           [&](int rank, Communicator& comm) {
+             for (int64_t n : {0, 1, 7, 1001, 10000000}) {
+               at::Tensor t = torch::full({n}, static_cast<float>(rank + 1));
+               if (n > 1) t[n - 1] = rank * 10.0f;
+               ASSERT_TRUE(comm.AllReduce(t, ReduceOp::kSum).ok());
+               const float sum = world * (world + 1) / 2.0f;
+               if (n > 0) {
+                 EXPECT_FLOAT_EQ(t[0].item<float>(), sum) << n;
+               }
+               if (n > 1) {
+                 EXPECT_FLOAT_EQ(t[n - 1].item<float>(),
+                                 10.0f * world * (world - 1) / 2)
+                     << n;
+                 EXPECT_TRUE(torch::allclose(t.narrow(0, 0, n - 1),
+                                             torch::full({n - 1}, sum)));
+               }
+               at::Tensor a = torch::full({n}, static_cast<float>(rank));
+               ASSERT_TRUE(comm.AllReduce(a, ReduceOp::kAverage).ok());
+               if (n > 0) {
+                 EXPECT_FLOAT_EQ(a[0].item<float>(), (world - 1) / 2.0f);
+               }
+             }
+             EXPECT_EQ(comm.sequence(), 10);
+           });
+}
+
+TEST_P(CommTest, BroadcastBarrierAllGather) {
+  const int world = GetParam().world;
+  RunRanks(
+      backend(), world, absl::Seconds(60), [&](int rank, Communicator& comm) {
+        at::Tensor t = torch::arange(5, torch::kFloat32) * (rank + 1);
+        ASSERT_TRUE(comm.Broadcast(t, world - 1).ok());
+        EXPECT_TRUE(torch::equal(t, torch::arange(5, torch::kFloat32) * world));
+        ASSERT_TRUE(comm.Barrier().ok());
+        auto all = comm.AllGather(std::string(rank, 'x'));
+        ASSERT_TRUE(all.ok()) << all.status();
+        ASSERT_EQ(all->size(), static_cast<size_t>(world));
+        for (int r = 0; r < world; ++r)
+          EXPECT_EQ((*all)[r], std::string(r, 'x'));
+      });
+}
+
+TEST_P(CommTest, SixteenBitTensorsSumOnTheWire) {
+  const int world = GetParam().world;
+  RunRanks(backend(), world, absl::Seconds(60),
+           [&](int rank, Communicator& comm) {
+             for (auto dtype : {torch::kBFloat16, torch::kHalf}) {
+               at::Tensor t = torch::full({33}, 0.5f * (rank + 1)).to(dtype);
+               ASSERT_TRUE(comm.AllReduce(t, ReduceOp::kAverage).ok());
+               EXPECT_EQ(t.scalar_type(), dtype);
+               EXPECT_NEAR(t[3].item<float>(), 0.5f * (world + 1) / 2, 1e-2);
+             }
+             at::Tensor ints = torch::ones({3}, torch::kInt64);
+             EXPECT_EQ(comm.AllReduce(ints, ReduceOp::kSum).code(),
+                       absl::StatusCode::kInvalidArgument);
+           });
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, CommTest,
+                         ::testing::Values(Group{kBackend, 1},
+                                           Group{kBackend, 2},
+                                           Group{kBackend, 3},
+                                           Group{kBackend, 4}),
+                         GroupName);
+
+#ifndef GRADSYNC_TEST_NCCL
+
+// The gloo all-reduce's two paths (one message to every peer up to the
+// segment size, the segmented ring above it) with a 4 KB segment, sizes
+// around it, chunks that do not divide evenly and both in one sequence (the
+// credits carry over): every rank gets the rank-order sum within float
+// tolerance and exactly the same bits as every other rank.
+class GlooAllReduceTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(GlooAllReduceTest, EveryPathGivesTheSameSumOnEveryRank) {
+  const int world = GetParam();
+  constexpr size_t kSegment = 4096;
+  struct Case {
+    int64_t n;
+    torch::ScalarType dtype;
+  };
+  const std::vector<Case> cases = {
+      {1, torch::kFloat32},     {100003, torch::kFloat32},
+      {33, torch::kFloat32},    {1024, torch::kFloat32},
+      {1025, torch::kFloat32},  {3 * 1024 + 5, torch::kFloat32},
+      {4099, torch::kBFloat16}, {2048, torch::kHalf},
+      {7, torch::kFloat32}};
+  // Rank r's contribution to case i, the same on every rank (own generator:
+  // the ranks are threads).
+  auto input = [](int r, size_t i, const Case& c) {
+    at::Generator gen = at::detail::createCPUGenerator(1000 * r + i);
+    return torch::randn({c.n}, gen).to(c.dtype);
+  };
+  GlooOptions gloo;
+  gloo.segment_bytes = kSegment;
+  RunRanks(
+      Backend::kGloo, world, absl::Seconds(60),
+      [&](int rank, Communicator& comm) {
+        for (size_t i = 0; i < cases.size(); ++i) {
+          const Case& c = cases[i];
+          at::Tensor t = input(rank, i, c);
+          ASSERT_TRUE(comm.AllReduce(t, ReduceOp::kSum).ok()) << c.n;
+          at::Tensor want = torch::zeros({c.n});
+          for (int r = 0; r < world; ++r)
+            want += input(r, i, c).to(torch::kFloat32);
+          const bool wide = c.dtype == torch::kFloat32;
+          EXPECT_TRUE(torch::allclose(t.to(torch::kFloat32), want,
+                                      wide ? 1e-5 : 2e-2, wide ? 1e-5 : 1e-1))
+              << "n=" << c.n << " rank " << rank;
+          auto all = comm.AllGather(
+              std::string(static_cast<const char*>(t.data_ptr()), t.nbytes()));
+          ASSERT_TRUE(all.ok()) << all.status();
+          for (int r = 0; r < world; ++r) {
+            EXPECT_TRUE((*all)[r] == (*all)[0])
+                << "n=" << c.n << ": rank " << r << " differs from rank 0";
+          }
+        }
+      },
+      gloo);
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, GlooAllReduceTest, ::testing::Values(2, 3, 4));
+
+TEST(GlooOptionsTest, RejectsASegmentSizeThatIsNotAMultipleOfFour) {
+  CommOptions o;
+  o.store = std::make_shared<MemoryStore>();
+  GlooOptions gloo;
+  gloo.segment_bytes = 4097;
+  auto comm = CreateGlooCommunicator(o, gloo);
+  EXPECT_EQ(comm.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(comm.status().message().find("segment size 4097"),
+            std::string::npos)
+      << comm.status();
+}
+
+#endif  // GRADSYNC_TEST_NCCL
+
+class CommTimeoutTest : public CommTest {};
+
+TEST_P(CommTimeoutTest, NamesTheRankThatDidNotArrive) {
+  // gloo: 1000 floats go to every peer in one message, 10^6 run the ring.
+  for (int64_t n : {1000, 1000000}) {
+    std::vector<absl::Status> results(3);
+    RunRanks(backend(), 3, absl::Milliseconds(500),
+             [&](int rank, Communicator& comm) {
+               at::Tensor warmup = torch::ones({4});
+               ASSERT_TRUE(comm.AllReduce(warmup, ReduceOp::kSum).ok());
+               if (rank == 2) return;  // rank 2 never enters collective #2
+               at::Tensor t = torch::ones({n});
+               results[rank] = comm.AllReduce(t, ReduceOp::kSum);
+             });
+    for (int r : {0, 1}) {
+      const absl::Status& s = results[r];
+      EXPECT_FALSE(s.ok()) << n;
+      EXPECT_NE(s.message().find("allreduce #2"), std::string::npos) << s;
+      EXPECT_NE(s.message().find("rank(s) 2 did not arrive"), std::string::npos)
+          << s;
+    }
+    if (backend() == Backend::kNccl) {  // aborted, so later calls fail at once
+      for (int r : {0, 1}) {
+        EXPECT_NE(results[r].message().find("aborted"), std::string::npos)
+            << results[r];
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ThreeRanks, CommTimeoutTest,
+                         ::testing::Values(Group{kBackend, 3}), GroupName);
+
+#ifdef GRADSYNC_TEST_NCCL
+TEST(NcclTest, FailsClearlyWithoutAGpu) {
+  if (GpuCount() > 0) GTEST_SKIP() << "this machine has a GPU";
+  CommOptions o;
+  o.store = std::make_shared<MemoryStore>();
+  auto comm = CreateCommunicator(Backend::kNccl, o);
+  if (GRADSYNC_WITH_NCCL) {
+    EXPECT_EQ(comm.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(comm.status().message().find("sees no GPU"), std::string::npos)
+        << comm.status();
+  } else {
+    EXPECT_EQ(comm.status().code(), absl::StatusCode::kUnimplemented);
+  }
+}
+
+#endif  // GRADSYNC_TEST_NCCL
+
+#ifndef GRADSYNC_TEST_NCCL
+TEST(GlooRendezvousTest, NamesRanksThatNeverJoined) {
+  auto store = std::make_shared<MemoryStore>();
+  CommOptions o;
+  o.rank = 0;
+  o.size = 3;
+  o.store = store;
+  o.timeout = absl::Milliseconds(200);
+  auto comm = CreateGlooCommunicator(o);
+  EXPECT_EQ(comm.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(comm.status().message().find("rank(s) 1, 2 of 3 never joined"),
+            std::string::npos)
+      << comm.status();
+}
+#endif  // GRADSYNC_TEST_NCCL
+
+}  // namespace
+}  // namespace gradsync

@@ -1,0 +1,183 @@
+// DDP semantics: W ranks with batch b reach the parameters of one process
+// with batch W*b; parameters stay identical across ranks.
+#include "worker/reducer/reducer.h"
+
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <thread>
+
+#include "tests/fakes/rank_threads.h"
+#include "worker/model/models.h"
+
+namespace gradsync {
+namespace {
+
+ModelShape Shape() {
+  ModelShape s;
+  s.channels = 1;
+  s.height = 12;
+  s.width = 12;
+  s.classes = 5;
+  return s;
+}
+
+// `accumulate` micro-batches per optimizer step, as the trainer does.
+std::vector<torch::Tensor> Train(int rank, int world, Communicator* comm,
+                                 const torch::Tensor& x, const torch::Tensor& y,
+                                 int steps, ReducerOptions ro,
+                                 int accumulate = 1) {
+  std::shared_ptr<ImageClassifier> model;
+  {
+    // The global generator is shared by the rank threads: seed and build
+    // atomically so rank 0's initialisation is the one the solo run has.
+    static std::mutex init_mu;
+    std::lock_guard<std::mutex> lock(init_mu);
+    torch::manual_seed(1000 + rank);  // different inits: broadcast must fix
+    model = *MakeModel("lenet", Shape());
+  }
+  EXPECT_TRUE(Reducer::BroadcastModel(*model, *comm).ok());
+  auto reducer = Reducer::Create(model->parameters(), comm, ro);
+  EXPECT_TRUE(reducer.ok()) << reducer.status();
+  torch::optim::SGD opt(model->parameters(),
+                        torch::optim::SGDOptions(0.1).momentum(0.9));
+  const int64_t b = x.size(0) / world;
+  for (int s = 0; s < steps; ++s) {
+    opt.zero_grad();
+    const int64_t mb = b / accumulate;
+    for (int micro = 0; micro < accumulate; ++micro) {
+      const bool sync = micro == accumulate - 1;
+      torch::Tensor xs = x.narrow(0, rank * b + micro * mb, mb);
+      torch::Tensor ys = y.narrow(0, rank * b + micro * mb, mb);
+      (*reducer)->set_require_sync(sync);
+      if (sync) (*reducer)->PrepareForBackward();
+      (torch::nn::functional::cross_entropy(model->forward(xs), ys) /
+       accumulate)
+          .backward();
+    }
+    EXPECT_TRUE((*reducer)->Finalize().ok());
+    // Every bucket's all-reduce started from a hook, during backward.
+    EXPECT_EQ((*reducer)->launched_during_backward(),
+              (*reducer)->num_buckets());
+    opt.step();
+  }
+  std::vector<torch::Tensor> out;
+  for (auto& p : model->parameters()) out.push_back(p.detach().clone());
+  return out;
+}
+
+void ExpectEquivalent(int world, ReducerOptions ro, double rtol = 1e-4,
+                      double atol = 1e-5, int accumulate = 1) {
+  torch::manual_seed(7);
+  const torch::Tensor x = torch::randn({8 * world, 1, 12, 12});
+  const torch::Tensor y = torch::randint(0, 5, {8 * world});
+  // One process on the whole batch (its own single-rank communicator).
+  auto solo = SoloCommunicator();
+  ASSERT_TRUE(solo.ok()) << solo.status();
+  std::vector<torch::Tensor> expected = Train(0, 1, solo->get(), x, y, 5, ro);
+
+  std::vector<std::vector<torch::Tensor>> got(world);
+  RunRanks(Backend::kGloo, world, absl::Seconds(60),
+           [&](int r, Communicator& comm) {
+             at::set_num_threads(1);
+             got[r] = Train(r, world, &comm, x, y, 5, ro, accumulate);
+           });
+  for (int r = 0; r < world; ++r) {
+    ASSERT_EQ(got[r].size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_TRUE(torch::equal(got[r][i], got[0][i]))
+          << "rank " << r << " param " << i << " differs from rank 0";
+      EXPECT_TRUE(torch::allclose(got[r][i], expected[i], rtol, atol))
+          << "param " << i << " max diff "
+          << (got[r][i] - expected[i]).abs().max().item<float>();
+    }
+  }
+}
+
+TEST(ReducerTest, TwoRanksEqualOneDoubleBatch) { ExpectEquivalent(2, {}); }
+TEST(ReducerTest, FourRanksEqualOneQuadrupleBatch) { ExpectEquivalent(4, {}); }
+TEST(ReducerTest, ManySmallBucketsGiveTheSameResult) {
+  ReducerOptions ro;
+  ro.first_bucket_cap_bytes = 64;
+  ro.bucket_cap_bytes = 4096;
+  ExpectEquivalent(3, ro);
+}
+
+TEST(ReducerTest, GradientAccumulationMatchesTheWholeBatch) {
+  ExpectEquivalent(2, {}, 1e-4, 1e-5, /*accumulate=*/2);
+}
+
+TEST(ReducerTest, Fp16AndBf16CompressionStayClose) {
+  ReducerOptions fp16;
+  fp16.wire_dtype = torch::kHalf;
+  ExpectEquivalent(2, fp16, 1e-2, 2e-3);
+  ReducerOptions bf16;
+  bf16.wire_dtype = torch::kBFloat16;
+  ExpectEquivalent(2, bf16, 5e-2, 1e-2);
+}
+
+TEST(ReducerTest, BucketsFollowDdpLayout) {
+  auto comm = SoloCommunicator();
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  ModelShape s;
+  s.channels = 3;
+  s.height = s.width = 32;
+  auto model = *MakeModel("resnet18", s);
+  auto params = model->parameters();
+  auto reducer = Reducer::Create(params, comm->get(), {});
+  ASSERT_TRUE(reducer.ok());
+  // First bucket: the last parameters, about 1 MB; later ones up to 25 MB.
+  const std::vector<int> first = (*reducer)->bucket_params(0);
+  EXPECT_EQ(first.front(), static_cast<int>(params.size()) - 1);
+  int64_t bytes = 0;
+  for (int i : first) bytes += params[i].numel() * 4;
+  EXPECT_LE(bytes, 3 << 20);
+  EXPECT_GE((*reducer)->num_buckets(), 2);
+  for (int b = 1; b < (*reducer)->num_buckets(); ++b) {
+    int64_t bb = 0;
+    for (int i : (*reducer)->bucket_params(b)) bb += params[i].numel() * 4;
+    EXPECT_LE(bb, (25 << 20) + (10 << 20));
+  }
+}
+
+// The seeds' Dropout2d on (N, 600) drops single activations in Python; a
+// whole sample's activations are never all dropped together.
+TEST(ModelsTest, Dropout2dOnFlatActivationsDropsElementsLikePython) {
+  torch::manual_seed(3);
+  const torch::Tensor y = PythonDropout2d(torch::ones({256, 600}), 0.25, true);
+  const torch::Tensor zeros_per_row = y.eq(0).sum(1);
+  EXPECT_EQ(zeros_per_row.eq(600).sum().item<int64_t>(), 0);
+  EXPECT_EQ(zeros_per_row.eq(0).sum().item<int64_t>(), 0);
+  EXPECT_NEAR(y.eq(0).to(torch::kFloat).mean().item<float>(), 0.25, 0.01);
+  EXPECT_FLOAT_EQ(y.max().item<float>(), 1 / 0.75f);
+  EXPECT_TRUE(torch::equal(PythonDropout2d(torch::ones({4, 6}), 0.25, false),
+                           torch::ones({4, 6})));
+}
+
+TEST(ModelsTest, ShapesAndNames) {
+  ModelShape fm;
+  auto cnn = MakeModel("fashion_cnn", fm);
+  ASSERT_TRUE(cnn.ok());
+  EXPECT_EQ((*cnn)->forward(torch::zeros({2, 1, 28, 28})).sizes(),
+            (std::vector<int64_t>{2, 10}));
+  std::vector<std::string> names;
+  for (const auto& p : (*cnn)->named_parameters()) names.push_back(p.key());
+  EXPECT_EQ(names.front(), "layer1.0.weight");
+  EXPECT_NE(std::find(names.begin(), names.end(), "fc1.weight"), names.end());
+  EXPECT_EQ((*cnn)->named_parameters()["fc1.weight"].sizes(),
+            (std::vector<int64_t>{600, 2304}));
+  for (const char* name : {"lenet", "mlp", "resnet18"}) {
+    auto m = MakeModel(name, fm);
+    ASSERT_TRUE(m.ok()) << name;
+    EXPECT_EQ((*m)->forward(torch::zeros({2, 1, 28, 28})).size(1), 10) << name;
+  }
+  ModelShape big;
+  big.height = big.width = 32;
+  EXPECT_EQ(MakeModel("fashion_cnn", big).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MakeModel("vgg", fm).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gradsync

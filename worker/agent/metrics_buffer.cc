@@ -1,0 +1,68 @@
+#include "worker/agent/metrics_buffer.h"
+
+#include <iterator>
+#include <utility>
+
+namespace gradsync {
+namespace {
+
+template <typename From, typename To>
+void MoveToFront(From* from, To& to) {
+  to.insert(to.begin(), std::make_move_iterator(from->begin()),
+            std::make_move_iterator(from->end()));
+  from->Clear();
+}
+
+template <typename From, typename To>
+void MoveAll(From& from, To* to) {
+  for (auto& item : from) *to->Add() = std::move(item);
+  from.clear();
+}
+
+}  // namespace
+
+void MetricsBuffer::Add(v1::StepMetrics step) {
+  absl::MutexLock lock(&mu_);
+  steps_.push_back(std::move(step));
+  DropOldSteps();
+}
+
+void MetricsBuffer::Add(v1::EvalMetrics eval) {
+  absl::MutexLock lock(&mu_);
+  evals_.push_back(std::move(eval));
+}
+
+void MetricsBuffer::Add(v1::CheckpointCommit commit) {
+  absl::MutexLock lock(&mu_);
+  checkpoints_.push_back(std::move(commit));
+}
+
+bool MetricsBuffer::TakeInto(v1::ReportMetricsRequest* request) {
+  absl::MutexLock lock(&mu_);
+  if (steps_.empty() && evals_.empty() && checkpoints_.empty()) return false;
+  MoveAll(steps_, request->mutable_steps());
+  MoveAll(evals_, request->mutable_eval());
+  MoveAll(checkpoints_, request->mutable_checkpoints());
+  return true;
+}
+
+void MetricsBuffer::PutBack(v1::ReportMetricsRequest* request) {
+  absl::MutexLock lock(&mu_);
+  MoveToFront(request->mutable_steps(), steps_);
+  MoveToFront(request->mutable_eval(), evals_);
+  MoveToFront(request->mutable_checkpoints(), checkpoints_);
+  DropOldSteps();
+}
+
+size_t MetricsBuffer::steps() const {
+  absl::MutexLock lock(&mu_);
+  return steps_.size();
+}
+
+void MetricsBuffer::DropOldSteps() {
+  if (steps_.size() > kMaxSteps) {
+    steps_.erase(steps_.begin(), steps_.end() - kMaxSteps);
+  }
+}
+
+}  // namespace gradsync

@@ -1,0 +1,106 @@
+// gradsync-worker: the worker agent. Registers with the coordinator and runs
+// the training tasks it is assigned until SIGINT/SIGTERM.
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "coordinator/client/channel.h"
+#include "coordinator/client/stop_signals.h"
+#include "coordinator/client/tls_flags.h"
+#include "coordinator/client/token_flags.h"
+#include "gradsync/config.h"
+#include "worker/agent/agent.h"
+#include "worker/agent/health_file.h"
+
+int main(int argc, char** argv) {
+  std::string coordinator = "localhost:50051";
+  gradsync::AgentOptions options;
+  char hostname[256] = "127.0.0.1";
+  CLI::App app{"gradsync worker: runs training tasks for the coordinator"};
+  app.set_version_flag("--version", GRADSYNC_VERSION);
+  app.add_option("--coordinator,-c", coordinator, "coordinator host:port")
+      ->envname("GRADSYNC_COORDINATOR")
+      ->capture_default_str();
+  app.add_option("--host", options.host,
+                 "address peers reach this worker at (default: 127.0.0.1, "
+                 "or $GRADSYNC_WORKER_HOST; 'hostname' = this host's name)")
+      ->envname("GRADSYNC_WORKER_HOST")
+      ->capture_default_str();
+  app.add_option("--ports", options.free_ports,
+                 "data-plane ports this worker may offer as MASTER_PORT");
+  gradsync::TokenFlags token(app, "token", "GRADSYNC_WORKER_TOKEN",
+                             "worker token, when the coordinator needs one",
+                             "worker");
+  gradsync::ClientTlsFlags tls(app);
+  app.add_option("--log-every", options.log_every, "steps between log lines")
+      ->capture_default_str();
+  app.add_option("--sample-trace-dir", options.sample_trace_dir,
+                 "append every trained batch's sample indices to files here "
+                 "(for exactly-once checks)")
+      ->envname("GRADSYNC_SAMPLE_TRACE_DIR");
+  app.add_option("--health-file", options.health_file,
+                 "rewrite this file after every answered heartbeat")
+      ->envname("GRADSYNC_WORKER_HEALTH_FILE");
+  bool check_health = false;
+  double health_max_age_s = 15;
+  app.add_flag("--check-health", check_health,
+               "exit 0 if the agent writing --health-file heard from the "
+               "coordinator within --health-max-age (a container health "
+               "check), 1 otherwise");
+  app.add_option("--health-max-age", health_max_age_s, "seconds")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (check_health) {
+    if (options.health_file.empty()) {
+      std::fprintf(stderr,
+                   "gradsync-worker: --check-health needs "
+                   "--health-file or GRADSYNC_WORKER_HEALTH_FILE\n");
+      return 2;
+    }
+    absl::StatusOr<std::string> health = gradsync::CheckWorkerHealth(
+        options.health_file, absl::Seconds(health_max_age_s));
+    std::fprintf(health.ok() ? stdout : stderr, "%s\n",
+                 health.ok() ? health->c_str()
+                             : std::string(health.status().message()).c_str());
+    return health.ok() ? 0 : 1;
+  }
+  absl::StatusOr<std::string> worker_token = token.Load();
+  if (!worker_token.ok()) {
+    std::fprintf(stderr, "gradsync-worker: %s\n",
+                 std::string(worker_token.status().message()).c_str());
+    return 2;
+  }
+  absl::StatusOr<gradsync::ClientTls> client_tls = tls.Load();
+  if (!client_tls.ok()) {
+    std::fprintf(stderr, "gradsync-worker: %s\n",
+                 std::string(client_tls.status().message()).c_str());
+    return 2;
+  }
+  if (options.host == "hostname" &&
+      gethostname(hostname, sizeof hostname) == 0) {
+    options.host = hostname;
+  }
+
+  gradsync::BlockStopSignals();
+
+  gradsync::Agent agent(
+      gradsync::v1::WorkerService::NewStub(gradsync::MakeCoordinatorChannel(
+          coordinator, *worker_token, *client_tls)),
+      options);
+  std::thread waiter([&] {
+    const int sig = gradsync::WaitForStopSignal();
+    std::fprintf(stderr, "gradsync-worker: signal %d, stopping\n", sig);
+    agent.Stop();
+  });
+  waiter.detach();
+  absl::Status s = agent.Run();
+  if (!s.ok()) {
+    std::fprintf(stderr, "gradsync-worker: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}

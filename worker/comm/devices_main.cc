@@ -1,0 +1,18 @@
+// gradsync-devices: prints what a worker on this host would register with:
+// its CUDA devices and the NCCL it was built with.
+#include <cstdio>
+
+#include "worker/comm/devices.h"
+
+int main() {
+  gradsync::DeviceReport r = gradsync::DiscoverDevices();
+  std::printf("cuda: %s, %zu device(s)\n", r.cuda_status.c_str(),
+              r.cuda.size());
+  for (const auto& d : r.cuda) {
+    std::printf("  cuda:%d %s, %.1f GiB\n", d.index, d.name.c_str(),
+                d.memory_bytes / double(1 << 30));
+  }
+  std::printf("nccl: %s\n",
+              gradsync::NcclVersionString(r.nccl_version).c_str());
+  return 0;
+}

@@ -1,0 +1,267 @@
+// The gloo backend of Communicator (see gloo_communicator.h).
+#include "worker/comm/gloo/gloo_communicator.h"
+
+#include <gloo/allgatherv.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <csignal>
+#include <mutex>
+#include <numeric>
+#include <stdexcept>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "coordinator/store/prefix_store.h"
+#include "worker/comm/gloo/gloo_allreduce.h"
+#include "worker/comm/gloo/gloo_error.h"
+
+namespace gradsync {
+namespace {
+
+// Sum of 16-bit floats (c10::Half or c10::BFloat16), accumulated in float
+// per element: gloo reduces 16-bit buffers on the wire with it.
+template <typename H>
+void Sum16(void* c, const void* a, const void* b, size_t n) {
+  H* out = static_cast<H*>(c);
+  const H* x = static_cast<const H*>(a);
+  const H* y = static_cast<const H*>(b);
+  for (size_t i = 0; i < n; ++i) {
+    out[i] =
+        static_cast<H>(static_cast<float>(x[i]) + static_cast<float>(y[i]));
+  }
+}
+
+// gloo writes with writev(2), so a peer that has gone away raises SIGPIPE,
+// which by default kills the process. It must surface as the pair's error
+// instead. A handler someone installed is left alone.
+void IgnoreSigpipe() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current = {};
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 &&
+        current.sa_handler == SIG_DFL) {
+      std::signal(SIGPIPE, SIG_IGN);
+    }
+  });
+}
+
+std::chrono::milliseconds Millis(absl::Duration d) {
+  return std::chrono::milliseconds(absl::ToInt64Milliseconds(d));
+}
+
+// gloo::rendezvous::Store over a gradsync Store; failures throw, as gloo
+// expects.
+class GlooStore : public gloo::rendezvous::Store {
+ public:
+  GlooStore(std::shared_ptr<gradsync::Store> store, absl::Duration timeout)
+      : store_(std::move(store)), timeout_(timeout) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    Check(store_->Set(key, std::string(data.begin(), data.end())));
+  }
+  std::vector<char> get(const std::string& key) override {
+    absl::StatusOr<std::string> v = store_->Get(key, timeout_);
+    Check(v.status());
+    return std::vector<char>(v->begin(), v->end());
+  }
+  void wait(const std::vector<std::string>& keys) override {
+    Check(store_->Wait(keys, timeout_));
+  }
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override {
+    Check(store_->Wait(keys, absl::FromChrono(timeout)));
+  }
+
+ private:
+  static void Check(const absl::Status& s) {
+    if (!s.ok()) throw std::runtime_error(std::string(s.message()));
+  }
+  std::shared_ptr<gradsync::Store> store_;
+  const absl::Duration timeout_;
+};
+
+class GlooCommunicator : public Communicator {
+ public:
+  GlooCommunicator(const CommOptions& o,
+                   std::shared_ptr<gloo::rendezvous::Context> context,
+                   std::unique_ptr<GlooAllreduce> allreduce)
+      : Communicator(o.rank, o.size, o.store, o.timeout),
+        context_(std::move(context)),
+        allreduce_(std::move(allreduce)) {}
+
+  Backend backend() const override { return Backend::kGloo; }
+
+  absl::Status AllReduce(at::Tensor& tensor, ReduceOp op) override {
+    if (!tensor.device().is_cpu() || !tensor.is_contiguous()) {
+      return absl::InvalidArgumentError(
+          "gloo allreduce needs a contiguous CPU tensor");
+    }
+    GlooAllreduce::ReduceFn fn;
+    switch (tensor.scalar_type()) {
+      case torch::kFloat32:
+        fn = static_cast<GlooAllreduce::ReduceFn>(&gloo::sum<float>);
+        break;
+      case torch::kHalf:
+        fn = &Sum16<c10::Half>;
+        break;
+      case torch::kBFloat16:
+        fn = &Sum16<c10::BFloat16>;
+        break;
+      default:
+        return absl::InvalidArgumentError(
+            absl::StrCat("gloo allreduce: unsupported dtype ",
+                         std::string(c10::toString(tensor.scalar_type()))));
+    }
+    const int64_t seq = Enter();
+    if (absl::Status s = allreduce_->Sum(tensor.data_ptr(), tensor.numel(),
+                                         tensor.element_size(), fn);
+        !s.ok()) {
+      return CollectiveError("allreduce", seq, s);
+    }
+    if (op == ReduceOp::kAverage) tensor.div_(size_);
+    return absl::OkStatus();
+  }
+
+  absl::Status Broadcast(at::Tensor& tensor, int root) override {
+    if (root < 0 || root >= size_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("broadcast root ", root, " outside [0, ", size_, ")"));
+    }
+    if (!tensor.device().is_cpu() || !tensor.is_contiguous()) {
+      return absl::InvalidArgumentError(
+          "gloo broadcast needs a contiguous CPU tensor");
+    }
+    const int64_t seq = Enter();
+    if (tensor.numel() == 0) return absl::OkStatus();
+    try {
+      gloo::BroadcastOptions opts(context_);
+      opts.setRoot(root);
+      opts.setOutput(static_cast<uint8_t*>(tensor.data_ptr()),
+                     tensor.numel() * tensor.element_size());
+      opts.setTag(static_cast<uint32_t>(seq));
+      opts.setTimeout(Millis(timeout_));
+      gloo::broadcast(opts);
+    } catch (const std::exception& e) {
+      return CollectiveError("broadcast", seq, GlooError(e));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Barrier() override {
+    const int64_t seq = Enter();
+    try {
+      gloo::BarrierOptions opts(context_);
+      opts.setTag(static_cast<uint32_t>(seq));
+      opts.setTimeout(Millis(timeout_));
+      gloo::barrier(opts);
+    } catch (const std::exception& e) {
+      return CollectiveError("barrier", seq, GlooError(e));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<std::string>> AllGather(
+      const std::string& mine) override {
+    const int64_t seq = Enter();
+    try {
+      // Sizes first, then the bytes.
+      std::vector<int64_t> sizes(size_);
+      int64_t my_size = static_cast<int64_t>(mine.size());
+      gloo::AllgathervOptions sz(context_);
+      sz.setInput(&my_size, 1);
+      sz.setOutput(sizes.data(), std::vector<size_t>(size_, 1));
+      sz.setTag(static_cast<uint32_t>(seq) | 0x80000000u);
+      sz.setTimeout(Millis(timeout_));
+      gloo::allgatherv(sz);
+      const int64_t total = std::accumulate(sizes.begin(), sizes.end(), 0LL);
+      std::string all(static_cast<size_t>(total), '\0');
+      std::vector<size_t> counts(sizes.begin(), sizes.end());
+      if (total > 0) {
+        gloo::AllgathervOptions data(context_);
+        data.setInput(const_cast<char*>(mine.data()), mine.size());
+        data.setOutput(all.data(), counts);
+        data.setTag(static_cast<uint32_t>(seq));
+        data.setTimeout(Millis(timeout_));
+        gloo::allgatherv(data);
+      }
+      std::vector<std::string> out;
+      size_t offset = 0;
+      for (size_t c : counts) {
+        out.push_back(all.substr(offset, c));
+        offset += c;
+      }
+      return out;
+    } catch (const std::exception& e) {
+      return CollectiveError("allgather", seq, GlooError(e));
+    }
+  }
+
+ private:
+  std::shared_ptr<gloo::rendezvous::Context> context_;
+  std::unique_ptr<GlooAllreduce> allreduce_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
+    const CommOptions& o, const GlooOptions& gloo) {
+  if (o.size < 1 || o.rank < 0 || o.rank >= o.size || o.store == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gloo: need 0 <= rank < size and a store (rank ", o.rank,
+                     ", size ", o.size, ")"));
+  }
+  if (gloo.segment_bytes == 0 || gloo.segment_bytes % 4 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gloo: segment size ", gloo.segment_bytes,
+                     " is not a positive multiple of 4 bytes"));
+  }
+  IgnoreSigpipe();
+  // Hello round: every rank announces itself, so a rank that never shows up
+  // is named instead of surfacing as a bare store timeout inside gloo.
+  auto store = std::make_shared<PrefixStore>("gloo/", o.store);
+  if (absl::Status s = store->Set(absl::StrCat("hello/", o.rank), o.hostname);
+      !s.ok()) {
+    return s;
+  }
+  std::vector<std::string> keys;
+  for (int r = 0; r < o.size; ++r) keys.push_back(absl::StrCat("hello/", r));
+  if (absl::Status s = store->Wait(keys, o.timeout); !s.ok()) {
+    std::vector<int> missing;
+    for (int r = 0; r < o.size; ++r) {
+      if (!store->Get(keys[r], absl::ZeroDuration()).ok()) missing.push_back(r);
+    }
+    return absl::DeadlineExceededError(absl::StrCat(
+        "gloo rendezvous timed out after ", absl::FormatDuration(o.timeout),
+        ": rank(s) ", absl::StrJoin(missing, ", "), " of ", o.size,
+        " never joined"));
+  }
+  try {
+    gloo::transport::tcp::attr attr(o.hostname.c_str());
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<gloo::rendezvous::Context>(o.rank, o.size);
+    context->setTimeout(Millis(o.timeout));
+    GlooStore adapter(store, o.timeout);
+    context->connectFullMesh(adapter, device);
+    auto allreduce =
+        std::make_unique<GlooAllreduce>(context, gloo.segment_bytes);
+    // Every rank's receive buffers are registered once this returns.
+    gloo::BarrierOptions barrier(context);
+    barrier.setTag(0);  // collectives use their sequence number, from 1
+    barrier.setTimeout(Millis(o.timeout));
+    gloo::barrier(barrier);
+    return std::unique_ptr<Communicator>(
+        new GlooCommunicator(o, context, std::move(allreduce)));
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("gloo: cannot connect rank ",
+                                               o.rank, " of ", o.size, " from ",
+                                               o.hostname, ": ", e.what()));
+  }
+}
+
+}  // namespace gradsync

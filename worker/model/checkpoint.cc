@@ -1,0 +1,304 @@
+#include "worker/model/checkpoint.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/serialize.h>
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <regex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace gradsync {
+namespace {
+
+namespace fs = std::filesystem;
+using c10::IValue;
+using c10::impl::GenericDict;
+
+GenericDict StringKeyed() {
+  return GenericDict(c10::StringType::get(), c10::AnyType::get());
+}
+
+const std::vector<at::Tensor>& Params(torch::optim::Optimizer& optimizer) {
+  return optimizer.param_groups().at(0).params();
+}
+
+// LibTorch keys optimizer state by the parameter's TensorImpl address.
+std::string StateKey(const at::Tensor& param) {
+  return c10::guts::to_string(param.unsafeGetTensorImpl());
+}
+
+// optimizer.state_dict() in PyTorch's layout: per-parameter state keyed by
+// the parameter's index, and one parameter group.
+IValue OptimizerState(torch::optim::Optimizer& optimizer) {
+  GenericDict state(c10::IntType::get(), c10::AnyType::get());
+  GenericDict group = StringKeyed();
+  const auto& params = Params(optimizer);
+  auto* adam = dynamic_cast<torch::optim::Adam*>(&optimizer);
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto it = optimizer.state().find(StateKey(params[i]));
+    if (it == optimizer.state().end()) continue;  // no step taken yet
+    GenericDict entry = StringKeyed();
+    if (adam != nullptr) {
+      const auto& s = static_cast<torch::optim::AdamParamState&>(*it->second);
+      entry.insert("step", torch::tensor(static_cast<float>(s.step())));
+      entry.insert("exp_avg", s.exp_avg().cpu());
+      entry.insert("exp_avg_sq", s.exp_avg_sq().cpu());
+      if (s.max_exp_avg_sq().defined()) {
+        entry.insert("max_exp_avg_sq", s.max_exp_avg_sq().cpu());
+      }
+    } else {
+      const auto& s = static_cast<torch::optim::SGDParamState&>(*it->second);
+      entry.insert("momentum_buffer", s.momentum_buffer().defined()
+                                          ? IValue(s.momentum_buffer().cpu())
+                                          : IValue());
+    }
+    state.insert(static_cast<int64_t>(i), entry);
+  }
+  const auto& options = optimizer.param_groups().at(0).options();
+  group.insert("lr", options.get_lr());
+  if (adam != nullptr) {
+    const auto& o = static_cast<const torch::optim::AdamOptions&>(options);
+    group.insert("betas", c10::ivalue::Tuple::create(std::get<0>(o.betas()),
+                                                     std::get<1>(o.betas())));
+    group.insert("eps", o.eps());
+    group.insert("weight_decay", o.weight_decay());
+    group.insert("amsgrad", o.amsgrad());
+  } else {
+    const auto& o = static_cast<const torch::optim::SGDOptions&>(options);
+    group.insert("momentum", o.momentum());
+    group.insert("dampening", o.dampening());
+    group.insert("weight_decay", o.weight_decay());
+    group.insert("nesterov", o.nesterov());
+  }
+  c10::List<int64_t> indices;
+  for (size_t i = 0; i < params.size(); ++i) indices.push_back(i);
+  group.insert("params", indices);
+  c10::impl::GenericList groups(c10::AnyType::get());
+  groups.push_back(group);
+  GenericDict out = StringKeyed();
+  out.insert("state", state);
+  out.insert("param_groups", groups);
+  return out;
+}
+
+absl::Status RestoreOptimizer(const GenericDict& saved, const std::string& name,
+                              torch::optim::Optimizer& optimizer) {
+  const auto& params = Params(optimizer);
+  const GenericDict state = saved.at("state").toGenericDict();
+  auto* adam = dynamic_cast<torch::optim::Adam*>(&optimizer);
+  optimizer.state().clear();
+  for (const auto& item : state) {
+    const int64_t i = item.key().toInt();
+    if (i < 0 || i >= static_cast<int64_t>(params.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": optimizer state for parameter ", i,
+                       " but the model has ", params.size()));
+    }
+    const GenericDict entry = item.value().toGenericDict();
+    const std::string key = StateKey(params[i]);
+    // Saved on the CPU; restored onto the parameter's device.
+    auto restore = [&](const char* name) {
+      return entry.at(name).toTensor().to(params[i].options(), false, true);
+    };
+    if (adam != nullptr) {
+      if (!entry.contains("exp_avg")) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            name,
+            ": optimizer state is not Adam's (no exp_avg); resume with "
+            "the optimizer that wrote it"));
+      }
+      auto s = std::make_unique<torch::optim::AdamParamState>();
+      s->step(static_cast<int64_t>(entry.at("step").toTensor().item<double>()));
+      s->exp_avg(restore("exp_avg"));
+      s->exp_avg_sq(restore("exp_avg_sq"));
+      if (entry.contains("max_exp_avg_sq")) {
+        s->max_exp_avg_sq(restore("max_exp_avg_sq"));
+      }
+      optimizer.state()[key] = std::move(s);
+    } else {
+      if (!entry.contains("momentum_buffer")) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(name,
+                         ": optimizer state is not SGD's (no momentum_buffer); "
+                         "resume with the optimizer that wrote it"));
+      }
+      auto s = std::make_unique<torch::optim::SGDParamState>();
+      const IValue buffer = entry.at("momentum_buffer");
+      if (buffer.isTensor()) s->momentum_buffer(restore("momentum_buffer"));
+      optimizer.state()[key] = std::move(s);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RestoreModel(const GenericDict& saved, const std::string& name,
+                          torch::nn::Module& model) {
+  torch::NoGradGuard no_grad;
+  auto load = [&](const std::string& key, at::Tensor& target) -> absl::Status {
+    if (!saved.contains(key)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": no tensor named '", key,
+                       "' (a checkpoint of another model?)"));
+    }
+    const at::Tensor value = saved.at(key).toTensor();
+    if (value.sizes() != target.sizes()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": '", key, "' has shape [", absl::StrJoin(value.sizes(), ","),
+          "], the model's is [", absl::StrJoin(target.sizes(), ","), "]"));
+    }
+    target.copy_(value);
+    return absl::OkStatus();
+  };
+  for (auto& item : model.named_parameters()) {
+    if (absl::Status s = load(item.key(), item.value()); !s.ok()) return s;
+  }
+  for (auto& item : model.named_buffers()) {
+    if (absl::Status s = load(item.key(), item.value()); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+int64_t StepOf(const fs::path& file) {
+  static const std::regex pattern("model-step-([0-9]+)\\.pt");
+  std::smatch match;
+  const std::string name = file.filename().string();
+  if (!std::regex_match(name, match, pattern)) return -1;
+  return std::stoll(match[1].str());
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> WriteCheckpoint(
+    torch::nn::Module& model, torch::optim::Optimizer& optimizer,
+    const TrainPosition& position,
+    const std::map<std::string, std::string>& metadata,
+    const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot create checkpoint directory ", dir, ": ", ec.message()));
+  }
+  c10::Dict<std::string, at::Tensor> weights;
+  for (const auto& item : model.named_parameters()) {
+    weights.insert(item.key(), item.value().detach().cpu());
+  }
+  for (const auto& item : model.named_buffers()) {
+    weights.insert(item.key(), item.value().detach().cpu());
+  }
+  c10::Dict<std::string, std::string> meta;
+  for (const auto& [key, value] : metadata) meta.insert(key, value);
+  at::Tensor rng;
+  {
+    auto generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    rng = generator.get_state();
+  }
+  GenericDict checkpoint = StringKeyed();
+  checkpoint.insert("model", weights);
+  checkpoint.insert("optimizer", OptimizerState(optimizer));
+  checkpoint.insert("epoch", position.epoch);
+  checkpoint.insert("epoch_batch", position.epoch_batch);
+  checkpoint.insert("step", position.step);
+  checkpoint.insert("world_size", position.world_size);
+  checkpoint.insert("batch_size", position.batch_size);
+  checkpoint.insert("rng_state", rng);
+  checkpoint.insert("metadata", meta);
+
+  const std::vector<char> bytes = torch::pickle_save(IValue(checkpoint));
+  const std::string path =
+      absl::StrCat(dir, "/model-step-", position.step, ".pt");
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) return absl::DataLossError(absl::StrCat("cannot write ", tmp));
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    return absl::DataLossError(
+        absl::StrCat("cannot rename ", tmp, ": ", ec.message()));
+  }
+  return path;
+}
+
+absl::StatusOr<std::string> ResolveCheckpoint(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return path;
+  if (!fs::is_directory(path, ec)) {
+    return absl::NotFoundError(
+        absl::StrCat("checkpoint ", path, " does not exist"));
+  }
+  fs::path best;
+  int64_t best_step = -1;
+  for (const auto& entry : fs::directory_iterator(path, ec)) {
+    const int64_t step = StepOf(entry.path());
+    if (step > best_step) best_step = step, best = entry.path();
+  }
+  if (best_step < 0) {
+    return absl::NotFoundError(absl::StrCat(
+        "checkpoint directory ", path, " holds no model-step-<n>.pt file"));
+  }
+  return best.string();
+}
+
+absl::StatusOr<std::vector<char>> ReadFileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  if (in.bad()) return absl::DataLossError(absl::StrCat("cannot read ", path));
+  return bytes;
+}
+
+absl::StatusOr<TrainPosition> RestoreCheckpoint(
+    const std::vector<char>& bytes, const std::string& name,
+    torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
+  try {
+    const IValue loaded = torch::pickle_load(bytes);
+    if (!loaded.isGenericDict()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": not a gradsync checkpoint (not a dict)"));
+    }
+    const GenericDict checkpoint = loaded.toGenericDict();
+    for (const char* key : {"model", "optimizer", "epoch", "epoch_batch",
+                            "step", "world_size", "batch_size", "rng_state"}) {
+      if (!checkpoint.contains(key)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            name, ": not a gradsync checkpoint (no '", key, "' entry)"));
+      }
+    }
+    if (absl::Status s =
+            RestoreModel(checkpoint.at("model").toGenericDict(), name, model);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = RestoreOptimizer(
+            checkpoint.at("optimizer").toGenericDict(), name, optimizer);
+        !s.ok()) {
+      return s;
+    }
+    {
+      auto generator = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      generator.set_state(checkpoint.at("rng_state").toTensor());
+    }
+    TrainPosition position;
+    position.epoch = checkpoint.at("epoch").toInt();
+    position.epoch_batch = checkpoint.at("epoch_batch").toInt();
+    position.step = checkpoint.at("step").toInt();
+    position.world_size = checkpoint.at("world_size").toInt();
+    position.batch_size = checkpoint.at("batch_size").toInt();
+    return position;
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": unreadable checkpoint: ", e.what()));
+  }
+}
+
+}  // namespace gradsync

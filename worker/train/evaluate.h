@@ -1,0 +1,27 @@
+// Evaluate: exact evaluation at an epoch's end. Each rank runs the model
+// over its part of the eval split (the coordinator's eval shards cover
+// every sample exactly once, no padding), then one all-reduce sums correct
+// predictions, loss and counts over the ranks, so every rank gets the same
+// EvalReport. Thread safety: the training thread; a collective.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "loader/batch_loader.h"
+#include "worker/comm/communicator.h"
+#include "worker/model/models.h"
+#include "worker/train/train_spec.h"
+
+namespace gradsync {
+
+absl::StatusOr<EvalReport> Evaluate(ImageClassifier& model,
+                                    const torch::Device& device,
+                                    BatchLoader& loader,
+                                    const std::vector<int64_t>& indices,
+                                    int epoch, Communicator& comm);
+
+}  // namespace gradsync

@@ -1,0 +1,82 @@
+// What one rank trains (TrainSpec) and what it reports while training
+// (StepReport, EvalReport, CheckpointReport): plain values, so the data
+// plane needs no Protobuf. The agent fills a TrainSpec from the job's
+// v1::JobSpec and turns the reports into v1 metrics
+// (worker/agent/task_convert.h); the field meanings are those of
+// proto/gradsync/v1/job.proto and metrics.proto.
+// Thread safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gradsync {
+
+enum class OptimizerKind { kAdam, kSgd };
+enum class WireCompression { kNone, kFp16, kBf16 };
+
+struct TrainSpec {
+  // Data: <dataset_path>/<split>/<class>/<file> (ImageFolder layout).
+  std::string dataset_path;
+  std::string split = "train";
+  std::string eval_split;  // empty = no evaluation
+  int channels = 0;        // 0 = as stored, 1 = grayscale, 3 = RGB
+  std::string augmentation = "none";
+  int loader_threads = 2;
+  int prefetch_depth = 2;
+  // Model and optimisation.
+  std::string model;
+  int epochs = 1;
+  int batch_size = 1;  // per rank
+  int64_t seed = 0;
+  OptimizerKind optimizer = OptimizerKind::kAdam;
+  double learning_rate = 1e-3;
+  double momentum = 0;
+  double weight_decay = 0;
+  // Gradient synchronisation (DDP).
+  int grad_accumulation_steps = 1;
+  WireCompression compression = WireCompression::kNone;
+  int64_t bucket_cap_bytes = 0;  // 0 = the reducer's default
+  // Checkpoints (rank 0 writes them).
+  std::string checkpoint_directory;       // empty = none
+  int64_t checkpoint_interval_steps = 0;  // 0 = only at the end
+  std::string resume_from;  // non-empty: every rank takes part in a resume
+  // One line describing the whole job, written into checkpoints.
+  std::string description;
+};
+
+// One training step of one rank; times in wall-clock milliseconds.
+struct StepReport {
+  int rank = 0;
+  int epoch = 0;
+  int64_t step = 0;  // global step of this rank, from 1
+  int64_t steps_per_epoch = 0;
+  double loss = 0;
+  double samples_per_sec = 0;
+  double data_wait_ms = 0;
+  double compute_ms = 0;
+  double allreduce_ms = 0;        // exposed (not overlapped)
+  double allreduce_total_ms = 0;  // including overlapped
+  double step_ms = 0;
+  int64_t time_unix_ms = 0;
+  int64_t skipped_samples = 0;  // corrupt files skipped so far
+  double param_checksum = 0;    // 0 except on checksum steps
+};
+
+// Evaluation at an epoch's end, over every rank's part (rank 0 reports).
+struct EvalReport {
+  int epoch = 0;
+  double accuracy = 0;  // fraction in [0, 1]
+  double loss = 0;
+  int64_t samples = 0;  // every evaluation sample counted exactly once
+};
+
+// A checkpoint rank 0 wrote: it commits what was trained before it.
+struct CheckpointReport {
+  std::string path;
+  int epoch = 0;
+  int64_t epoch_batch = 0;  // next batch of `epoch` to train
+  int64_t step = 0;
+};
+
+}  // namespace gradsync

@@ -1,0 +1,337 @@
+#include "worker/train/trainer.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "loader/batch_loader.h"
+#include "loader/image_folder_index.h"
+#include "worker/model/checkpoint.h"
+#include "worker/model/models.h"
+#include "worker/reducer/reducer.h"
+#include "worker/train/evaluate.h"
+#include "worker/train/resume.h"
+
+namespace gradsync {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+absl::StatusOr<std::shared_ptr<ImageFolderDataset>> OpenSplit(
+    const TrainSpec& spec, const std::string& split, int64_t expected) {
+  const std::string root = SplitPath(spec.dataset_path, split);
+  auto dataset = ImageFolderDataset::Open(root, spec.channels);
+  if (!dataset.ok()) return dataset.status();
+  if ((*dataset)->size() != expected) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s holds %d samples here but the coordinator counted %d: the data "
+        "set differs between hosts",
+        root, (*dataset)->size(), expected));
+  }
+  return std::shared_ptr<ImageFolderDataset>(std::move(*dataset));
+}
+
+std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(
+    const TrainSpec& spec, std::vector<torch::Tensor> params) {
+  if (spec.optimizer == OptimizerKind::kSgd) {
+    return std::make_unique<torch::optim::SGD>(
+        params, torch::optim::SGDOptions(spec.learning_rate)
+                    .momentum(spec.momentum)
+                    .weight_decay(spec.weight_decay));
+  }
+  return std::make_unique<torch::optim::Adam>(
+      params, torch::optim::AdamOptions(spec.learning_rate)
+                  .weight_decay(spec.weight_decay));
+}
+
+ReducerOptions MakeReducerOptions(const TrainSpec& spec) {
+  ReducerOptions ro;
+  if (spec.bucket_cap_bytes > 0) ro.bucket_cap_bytes = spec.bucket_cap_bytes;
+  ro.first_bucket_cap_bytes =
+      std::min(ro.first_bucket_cap_bytes, ro.bucket_cap_bytes);
+  if (spec.compression == WireCompression::kFp16) {
+    ro.wire_dtype = torch::kHalf;
+  } else if (spec.compression == WireCompression::kBf16) {
+    ro.wire_dtype = torch::kBFloat16;
+  }
+  return ro;
+}
+
+double ParamSum(torch::nn::Module& model) {
+  torch::NoGradGuard no_grad;
+  double sum = 0;
+  for (const torch::Tensor& p : model.parameters()) {
+    sum += p.to(torch::kFloat64).sum().item<double>();
+  }
+  return sum;
+}
+
+// What one Train() call builds before its first step.
+struct Session {
+  std::shared_ptr<ImageFolderDataset> train_set;
+  std::unique_ptr<BatchLoader> loader;
+  std::unique_ptr<BatchLoader> eval_loader;  // null without an eval split
+  std::shared_ptr<ImageClassifier> model;
+  torch::Device device{torch::kCPU};
+  std::unique_ptr<Reducer> reducer;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+};
+
+// The data sets and their loaders (the eval loader without augmentation).
+absl::Status OpenData(const TrainContext& c, Session& s) {
+  const TrainSpec& spec = c.spec;
+  auto train_set = OpenSplit(spec, spec.split, c.train_samples);
+  if (!train_set.ok()) return train_set.status();
+  s.train_set = *train_set;
+  std::shared_ptr<ImageFolderDataset> eval_set;
+  if (!spec.eval_split.empty()) {
+    auto opened = OpenSplit(spec, spec.eval_split, c.eval_samples);
+    if (!opened.ok()) return opened.status();
+    eval_set = *opened;
+  }
+  // Shape from the first image; augmentation keeps it.
+  auto first = s.train_set->Load(0);
+  if (!first.ok()) return first.status();
+  auto augment = MakeAugmentation(spec.augmentation, first->rows, first->cols);
+  if (!augment.ok()) return augment.status();
+  LoaderOptions lo;
+  lo.batch_size = spec.batch_size;
+  lo.threads = spec.loader_threads;
+  lo.prefetch_depth = spec.prefetch_depth;
+  lo.seed = static_cast<uint64_t>(spec.seed) * 1000003 + c.rank;
+  auto loader = BatchLoader::Create(s.train_set, std::move(*augment), lo);
+  if (!loader.ok()) return loader.status();
+  s.loader = std::move(*loader);
+  if (eval_set) {
+    LoaderOptions eo = lo;
+    eo.threads = std::max(1, spec.loader_threads);
+    auto created = BatchLoader::Create(eval_set, nullptr, eo);
+    if (!created.ok()) return created.status();
+    s.eval_loader = std::move(*created);
+  }
+  return absl::OkStatus();
+}
+
+// The model on its device with rank 0's parameters, its reducer and its
+// optimizer.
+absl::Status BuildModel(const TrainContext& c, Session& s) {
+  ModelShape shape;
+  shape.channels = s.loader->channels();
+  shape.height = s.loader->height();
+  shape.width = s.loader->width();
+  shape.classes = static_cast<int>(s.train_set->classes().size());
+  auto model = MakeModel(c.spec.model, shape);
+  if (!model.ok()) return model.status();
+  s.model = *model;
+  if (c.comm->backend() == Backend::kNccl && torch::cuda::is_available()) {
+    s.device = torch::Device(torch::kCUDA, c.cuda_device);
+  }
+  s.model->to(s.device);
+  if (absl::Status st = Reducer::BroadcastModel(*s.model, *c.comm); !st.ok()) {
+    return st;
+  }
+  auto reducer = Reducer::Create(s.model->parameters(), c.comm,
+                                 MakeReducerOptions(c.spec));
+  if (!reducer.ok()) return reducer.status();
+  s.reducer = std::move(*reducer);
+  s.optimizer = MakeOptimizer(c.spec, s.model->parameters());
+  return absl::OkStatus();
+}
+
+// The epochs of one Train() call, from `start` on.
+class Loop {
+ public:
+  Loop(const TrainContext& c, Session& s, const TrainPosition& start)
+      : c_(c),
+        s_(s),
+        start_(start),
+        step_(start.step),
+        accumulate_(std::max(1, c.spec.grad_accumulation_steps)),
+        metadata_(c.metadata) {
+    metadata_["job_spec"] = c.spec.description;
+  }
+
+  absl::StatusOr<TrainResult> Run() {
+    if (!c_.sample_trace.empty()) {
+      trace_.open(c_.sample_trace, std::ios::app);
+      if (!trace_) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("cannot open sample trace ", c_.sample_trace));
+      }
+    }
+    for (int epoch = static_cast<int>(start_.epoch); epoch < c_.spec.epochs;
+         ++epoch) {
+      if (absl::Status s = TrainEpoch(epoch); !s.ok()) return s;
+      if (s_.eval_loader) {
+        if (absl::Status s = EvaluateEpoch(epoch); !s.ok()) return s;
+      }
+    }
+    if (absl::Status s = Checkpoint(c_.spec.epochs, 0); !s.ok()) return s;
+    result_.steps = step_;
+    return result_;
+  }
+
+ private:
+  absl::Status TrainEpoch(int epoch) {
+    if (c_.epoch) c_.epoch->store(epoch);
+    auto indices = c_.shard(epoch, /*eval=*/false);
+    if (!indices.ok()) return indices.status();
+    const int64_t first_batch = epoch == start_.epoch ? start_.epoch_batch : 0;
+    if (absl::Status s = s_.loader->StartEpoch(epoch, *indices, first_batch);
+        !s.ok()) {
+      return s;
+    }
+    s_.model->train();
+    Batch batch;
+    while (true) {
+      if (c_.cancel && c_.cancel->load()) {
+        return absl::CancelledError("training cancelled");
+      }
+      const auto step_start = Clock::now();
+      auto got = s_.loader->Next(&batch);
+      if (!got.ok()) return got.status();
+      if (!*got) return absl::OkStatus();
+      if (absl::Status s = TrainStep(epoch, batch, step_start); !s.ok()) {
+        return s;
+      }
+    }
+  }
+
+  // Forward, backward (the reducer all-reduces buckets as gradients become
+  // ready) and, on a synchronising batch, the optimizer step.
+  absl::Status TrainStep(int epoch, const Batch& batch,
+                         Clock::time_point step_start) {
+    const int64_t steps_per_epoch = s_.loader->num_batches();
+    const auto compute_start = Clock::now();
+    // Gradient accumulation: only the last batch of each group of
+    // `accumulate` (or of the epoch) synchronises and steps (DDP no_sync).
+    const int micro = static_cast<int>(batch.index % accumulate_);
+    const bool sync =
+        micro == accumulate_ - 1 || batch.index == steps_per_epoch - 1;
+    if (micro == 0) s_.optimizer->zero_grad();
+    torch::Tensor loss = torch::nn::functional::cross_entropy(
+        s_.model->forward(batch.images.to(s_.device, /*non_blocking=*/true)),
+        batch.labels.to(s_.device, /*non_blocking=*/true));
+    s_.reducer->set_require_sync(sync);
+    if (sync) s_.reducer->PrepareForBackward();
+    (accumulate_ > 1 ? loss / accumulate_ : loss).backward();
+    if (sync) {
+      if (absl::Status s = s_.reducer->Finalize(); !s.ok()) return s;
+      s_.optimizer->step();
+    }
+    ++step_;
+    if (c_.step) c_.step->store(step_);
+    if (trace_.is_open()) {
+      trace_ << epoch << ' ' << step_;
+      for (int64_t i : batch.samples) trace_ << ' ' << i;
+      trace_ << '\n' << std::flush;
+    }
+    const double step_ms = MsSince(step_start);
+    StepReport m;
+    m.rank = c_.rank;
+    m.epoch = epoch;
+    m.step = step_;
+    m.steps_per_epoch = steps_per_epoch;
+    m.loss = loss.item<double>();
+    m.data_wait_ms = batch.wait_ms;
+    const double exposed = sync ? s_.reducer->exposed_ms() : 0;
+    m.allreduce_ms = exposed;
+    m.allreduce_total_ms = sync ? s_.reducer->allreduce_ms() : 0;
+    m.compute_ms = MsSince(compute_start) - exposed;
+    m.step_ms = step_ms;
+    m.samples_per_sec = batch.images.size(0) * 1000.0 / step_ms;
+    m.time_unix_ms = absl::ToUnixMillis(absl::Now());
+    m.skipped_samples = s_.loader->skipped_total();
+    if (c_.checksum_every > 0 && step_ % c_.checksum_every == 0) {
+      if (absl::Status s = CheckParameters(m); !s.ok()) return s;
+    }
+    if (c_.on_step) c_.on_step(m);
+    const int64_t interval = c_.spec.checkpoint_interval_steps;
+    if (sync && interval > 0 && step_ % interval == 0) {
+      return Checkpoint(epoch, batch.index + 1);
+    }
+    return absl::OkStatus();
+  }
+
+  // Every rank's parameter sum must be rank 0's (DDP keeps replicas equal).
+  absl::Status CheckParameters(StepReport& m) {
+    const double sum = ParamSum(*s_.model);
+    m.param_checksum = sum;
+    auto all = c_.comm->AllGather(absl::StrFormat("%.17g", sum));
+    if (!all.ok()) return all.status();
+    for (int r = 0; r < static_cast<int>(all->size()); ++r) {
+      if ((*all)[r] != (*all)[0]) {
+        return absl::InternalError(absl::StrFormat(
+            "parameters diverged at step %d: rank 0 checksum %s, rank %d "
+            "checksum %s",
+            step_, (*all)[0], r, (*all)[r]));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status EvaluateEpoch(int epoch) {
+    auto indices = c_.shard(epoch, /*eval=*/true);
+    if (!indices.ok()) return indices.status();
+    auto report = Evaluate(*s_.model, s_.device, *s_.eval_loader, *indices,
+                           epoch, *c_.comm);
+    if (!report.ok()) return report.status();
+    result_.accuracy = report->accuracy;
+    if (c_.rank == 0 && c_.on_eval) c_.on_eval(*report);
+    return absl::OkStatus();
+  }
+
+  // Rank 0 writes a checkpoint; `epoch`/`epoch_batch` name the next batch
+  // to train.
+  absl::Status Checkpoint(int64_t epoch, int64_t epoch_batch) {
+    if (c_.rank != 0 || c_.spec.checkpoint_directory.empty()) {
+      return absl::OkStatus();
+    }
+    TrainPosition at{epoch, epoch_batch, step_, c_.world_size,
+                     c_.spec.batch_size};
+    auto path = WriteCheckpoint(*s_.model, *s_.optimizer, at, metadata_,
+                                c_.spec.checkpoint_directory);
+    if (!path.ok()) return path.status();
+    result_.checkpoint = *path;
+    if (c_.on_checkpoint) {
+      c_.on_checkpoint(
+          CheckpointReport{*path, static_cast<int>(epoch), epoch_batch, step_});
+    }
+    return absl::OkStatus();
+  }
+
+  const TrainContext& c_;
+  Session& s_;
+  const TrainPosition start_;
+  int64_t step_;
+  const int accumulate_;
+  std::map<std::string, std::string> metadata_;
+  std::ofstream trace_;
+  TrainResult result_;
+};
+
+}  // namespace
+
+absl::StatusOr<TrainResult> Train(const TrainContext& c) {
+  torch::manual_seed(c.spec.seed);
+  Session session;
+  if (absl::Status s = OpenData(c, session); !s.ok()) return s;
+  if (absl::Status s = BuildModel(c, session); !s.ok()) return s;
+  TrainPosition start;
+  if (!c.spec.resume_from.empty()) {
+    auto resumed = ResumeFromCheckpoint(c, *session.model, *session.optimizer);
+    if (!resumed.ok()) return resumed.status();
+    start = *resumed;
+  }
+  return Loop(c, session, start).Run();
+}
+
+}  // namespace gradsync
