@@ -119,14 +119,14 @@ KvJob StartKvJob(WorkerService::Stub& workers, v1::JobService::Stub& jobs,
     std::exit(1);
   }
   v1::HeartbeatRequest hb;
-  hb.set_worker_id(id.worker_id());
+  hb.mutable_task()->set_worker_id(id.worker_id());
   v1::HeartbeatResponse r;
   workers.Heartbeat(Ctx(id.worker_key()).get(), hb, &r);
   KvJob kv{r.assignment().job_id(), r.assignment().attempt(), id.worker_id(),
            id.worker_key()};
   hb.set_state(v1::WORKER_STATE_RUNNING);
-  hb.set_job_id(kv.job_id);
-  hb.set_attempt(kv.attempt);
+  hb.mutable_task()->set_job_id(kv.job_id);
+  hb.mutable_task()->set_attempt(kv.attempt);
   beater = std::thread([&workers, hb, kv, &stop] {
     for (int64_t step = 1; !stop; ++step) {
       if (step % 3 == 0) {
@@ -134,9 +134,9 @@ KvJob StartKvJob(WorkerService::Stub& workers, v1::JobService::Stub& jobs,
         workers.Heartbeat(Ctx(kv.key).get(), hb, &ignored);
       }
       v1::ReportMetricsRequest report;
-      report.set_worker_id(kv.worker_id);
-      report.set_job_id(kv.job_id);
-      report.set_attempt(kv.attempt);
+      report.mutable_task()->set_worker_id(kv.worker_id);
+      report.mutable_task()->set_job_id(kv.job_id);
+      report.mutable_task()->set_attempt(kv.attempt);
       v1::StepMetrics* m = report.add_steps();
       m->set_step(step);
       m->set_time_unix_ms(absl::ToUnixMillis(absl::Now()));
@@ -156,9 +156,9 @@ void KvClient(WorkerService::Stub& stub, const KvJob& kv, int id,
   for (int i = 0; absl::Now() < end; ++i) {
     const std::string key = absl::StrCat("c", id, "/", i % 1000);
     v1::StoreSetRequest set;
-    set.set_worker_id(kv.worker_id);
-    set.set_job_id(kv.job_id);
-    set.set_attempt(kv.attempt);
+    set.mutable_task()->set_worker_id(kv.worker_id);
+    set.mutable_task()->set_job_id(kv.job_id);
+    set.mutable_task()->set_attempt(kv.attempt);
     set.set_key(key);
     set.set_value(value);
     v1::StoreSetResponse set_r;
@@ -166,9 +166,9 @@ void KvClient(WorkerService::Stub& stub, const KvJob& kv, int id,
     if (!stub.StoreSet(Ctx(kv.key).get(), set, &set_r).ok()) break;
     s_lat.push_back(MsSince(t));
     v1::StoreGetRequest get;
-    get.set_worker_id(kv.worker_id);
-    get.set_job_id(kv.job_id);
-    get.set_attempt(kv.attempt);
+    get.mutable_task()->set_worker_id(kv.worker_id);
+    get.mutable_task()->set_job_id(kv.job_id);
+    get.mutable_task()->set_attempt(kv.attempt);
     get.set_key(key);
     v1::StoreGetResponse get_r;
     t = absl::Now();
@@ -266,7 +266,7 @@ void RunScenario(int num_workers, double seconds, int kv_clients,
         const absl::Time now = absl::Now();
         if (sim.due > now) absl::SleepFor(sim.due - now);
         v1::HeartbeatRequest hb;
-        hb.set_worker_id(sim.id);
+        hb.mutable_task()->set_worker_id(sim.id);
         hb.set_state(v1::WORKER_STATE_IDLE);
         v1::HeartbeatResponse r;
         const absl::Time t0 = absl::Now();

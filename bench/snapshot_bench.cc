@@ -114,15 +114,15 @@ Rank0 StartJob(v1::WorkerService::Stub& workers, v1::JobService::Stub& jobs,
   s = jobs.SubmitJob(Ctx("").get(), submit, &job);
   if (!s.ok()) Die("submit: " + s.error_message());
   v1::HeartbeatRequest hb;
-  hb.set_worker_id(id.worker_id());
+  hb.mutable_task()->set_worker_id(id.worker_id());
   v1::HeartbeatResponse r;
   s = workers.Heartbeat(Ctx(id.worker_key()).get(), hb, &r);
   if (!s.ok() || !r.has_assignment()) Die("no assignment for the worker");
   Rank0 rank0{r.assignment().job_id(), id.worker_id(), id.worker_key(),
               r.assignment().attempt()};
   hb.set_state(v1::WORKER_STATE_RUNNING);
-  hb.set_job_id(rank0.job_id);
-  hb.set_attempt(rank0.attempt);
+  hb.mutable_task()->set_job_id(rank0.job_id);
+  hb.mutable_task()->set_attempt(rank0.attempt);
   s = workers.Heartbeat(Ctx(rank0.key).get(), hb, &r);
   if (!s.ok()) Die("acknowledge: " + s.error_message());
   return rank0;
@@ -260,10 +260,10 @@ int Run(const std::string& model_name, int rounds) {
   std::atomic<bool> stop{false};
   std::thread beater([&] {
     v1::HeartbeatRequest hb;
-    hb.set_worker_id(rank0.worker_id);
+    hb.mutable_task()->set_worker_id(rank0.worker_id);
     hb.set_state(v1::WORKER_STATE_RUNNING);
-    hb.set_job_id(rank0.job_id);
-    hb.set_attempt(rank0.attempt);
+    hb.mutable_task()->set_job_id(rank0.job_id);
+    hb.mutable_task()->set_attempt(rank0.attempt);
     while (!stop) {
       v1::HeartbeatResponse ignored;
       workers->Heartbeat(Ctx(rank0.key).get(), hb, &ignored);

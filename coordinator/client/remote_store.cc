@@ -21,9 +21,7 @@ std::unique_ptr<grpc::ClientContext> RemoteStore::Context(
 absl::Status RemoteStore::Set(const std::string& key,
                               const std::string& value) {
   v1::StoreSetRequest request;
-  request.set_worker_id(worker_id_);
-  request.set_job_id(job_id_);
-  request.set_attempt(attempt_);
+  *request.mutable_task() = task_;
   request.set_key(key);
   request.set_value(value);
   v1::StoreSetResponse response;
@@ -34,9 +32,7 @@ absl::Status RemoteStore::Set(const std::string& key,
 absl::StatusOr<std::string> RemoteStore::Get(const std::string& key,
                                              absl::Duration timeout) {
   v1::StoreGetRequest request;
-  request.set_worker_id(worker_id_);
-  request.set_job_id(job_id_);
-  request.set_attempt(attempt_);
+  *request.mutable_task() = task_;
   request.set_key(key);
   request.set_timeout_ms(absl::ToInt64Milliseconds(timeout));
   v1::StoreGetResponse response;
@@ -49,9 +45,7 @@ absl::StatusOr<std::string> RemoteStore::Get(const std::string& key,
 absl::StatusOr<int64_t> RemoteStore::Add(const std::string& key,
                                          int64_t delta) {
   v1::StoreAddRequest request;
-  request.set_worker_id(worker_id_);
-  request.set_job_id(job_id_);
-  request.set_attempt(attempt_);
+  *request.mutable_task() = task_;
   request.set_key(key);
   request.set_delta(delta);
   v1::StoreAddResponse response;
@@ -64,9 +58,7 @@ absl::StatusOr<int64_t> RemoteStore::Add(const std::string& key,
 absl::Status RemoteStore::Wait(const std::vector<std::string>& keys,
                                absl::Duration timeout) {
   v1::StoreWaitRequest request;
-  request.set_worker_id(worker_id_);
-  request.set_job_id(job_id_);
-  request.set_attempt(attempt_);
+  *request.mutable_task() = task_;
   for (const std::string& k : keys) request.add_keys(k);
   request.set_timeout_ms(absl::ToInt64Milliseconds(timeout));
   v1::StoreWaitResponse response;

@@ -1,6 +1,7 @@
 // RemoteStore: a worker's view of the coordinator's store of one job
 // attempt (a MemoryStore there), over the WorkerService Store* RPCs, called
-// as worker `worker_id` with its key (see worker_service.proto). Implements
+// for `task` (its worker, job and attempt) with the worker's key (see
+// worker_service.proto). Implements
 // Store (coordinator/store/store.h): a blocking call's RPC deadline leaves
 // the server its `timeout` to answer first.
 //
@@ -21,13 +22,10 @@ namespace gradsync {
 class RemoteStore : public Store {
  public:
   RemoteStore(std::shared_ptr<v1::WorkerService::StubInterface> stub,
-              std::string worker_id, std::string worker_key, std::string job_id,
-              int attempt)
+              v1::TaskRef task, std::string worker_key)
       : stub_(std::move(stub)),
-        worker_id_(std::move(worker_id)),
-        worker_key_(std::move(worker_key)),
-        job_id_(std::move(job_id)),
-        attempt_(attempt) {}
+        task_(std::move(task)),
+        worker_key_(std::move(worker_key)) {}
   absl::Status Set(const std::string& key, const std::string& value) override;
   absl::StatusOr<std::string> Get(const std::string& key,
                                   absl::Duration timeout) override;
@@ -40,10 +38,8 @@ class RemoteStore : public Store {
   std::unique_ptr<grpc::ClientContext> Context(absl::Duration wait) const;
 
   const std::shared_ptr<v1::WorkerService::StubInterface> stub_;
-  const std::string worker_id_;
+  const v1::TaskRef task_;
   const std::string worker_key_;
-  const std::string job_id_;
-  const int attempt_;
 };
 
 }  // namespace gradsync

@@ -91,40 +91,41 @@ absl::Status Coordinator::Restore() {
 Coordinator::WorkerEntry* Coordinator::Readopt(
     const v1::RegisterWorkerRequest& request, absl::Time now) {
   const v1::ResumeTask& r = request.resume();
-  auto key = restored_keys_.find(r.worker_id());
+  auto key = restored_keys_.find(r.task().worker_id());
   if (key == restored_keys_.end() || !KeysEqual(key->second, r.worker_key()) ||
-      workers_.count(r.worker_id()) > 0) {
+      workers_.count(r.task().worker_id()) > 0) {
     return nullptr;
   }
-  auto job = jobs_.find(r.job_id());
+  auto job = jobs_.find(r.task().job_id());
   if (job == jobs_.end()) return nullptr;
   JobEntry& entry = job->second;
   const v1::Job& j = entry.job;
-  if (j.state() != v1::JOB_STATE_RUNNING || j.attempt() != r.attempt() ||
-      r.rank() < 0 || r.rank() >= j.ranks_size() ||
-      j.ranks(r.rank()).worker_id() != r.worker_id() ||
-      entry.awaiting_reconnect.erase(r.worker_id()) == 0) {
+  if (j.state() != v1::JOB_STATE_RUNNING || j.attempt() != r.task().attempt() ||
+      r.task().rank() < 0 || r.task().rank() >= j.ranks_size() ||
+      j.ranks(r.task().rank()).worker_id() != r.task().worker_id() ||
+      entry.awaiting_reconnect.erase(r.task().worker_id()) == 0) {
     return nullptr;
   }
-  WorkerEntry& w = workers_[r.worker_id()];
+  WorkerEntry& w = workers_[r.task().worker_id()];
   w.seq = next_worker_++;
   w.key = key->second;
   w.last_heartbeat = now;
   w.free_ports.assign(request.free_ports().begin(), request.free_ports().end());
   w.job_id = j.id();
   w.attempt = j.attempt();
-  w.rank = r.rank();
-  w.info.set_worker_id(r.worker_id());
+  w.rank = r.task().rank();
+  w.info.set_worker_id(r.task().worker_id());
   w.info.set_host(request.host());
   *w.info.mutable_devices() = request.devices();
   w.info.set_state(v1::WORKER_STATE_RUNNING);
   w.info.set_job_id(j.id());
-  w.info.set_rank(r.rank());
+  w.info.set_rank(r.task().rank());
   w.info.set_registered_unix_ms(UnixMs(now));
   absl::FPrintF(stderr,
                 "coordinator: worker %s re-registered from %s with its task: "
                 "job %s attempt %d rank %d\n",
-                r.worker_id(), request.host(), j.id(), j.attempt(), r.rank());
+                r.task().worker_id(), request.host(), j.id(), j.attempt(),
+                r.task().rank());
   return &w;
 }
 

@@ -132,7 +132,7 @@ absl::Status Coordinator::AuthorizeWorker(const std::string& worker_id,
 absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
     const v1::HeartbeatRequest& request) {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<WorkerEntry*> found = FindWorker(request.worker_id());
+  absl::StatusOr<WorkerEntry*> found = FindWorker(request.task().worker_id());
   if (!found.ok()) return found.status();
   WorkerEntry& w = **found;
   w.last_heartbeat = absl::Now();
@@ -145,7 +145,7 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
   w.info.set_collective_seq(request.collective_seq());
 
   v1::HeartbeatResponse response;
-  const bool reports_task = !request.job_id().empty();
+  const bool reports_task = !request.task().job_id().empty();
   if (!w.job_id.empty()) {
     const JobEntry& current = jobs_.at(w.job_id);
     const v1::Job& job = current.job;
@@ -174,8 +174,8 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
   if (w.job_id.empty()) {
     if (reports_task) {
       response.set_action(v1::ACTION_STOP);
-      response.set_reason(absl::StrCat("job ", request.job_id(), " attempt ",
-                                       request.attempt(),
+      response.set_reason(absl::StrCat("job ", request.task().job_id(),
+                                       " attempt ", request.task().attempt(),
                                        " is not assigned to this worker"));
       w.info.set_state(v1::WORKER_STATE_STOPPING);
       return response;
@@ -187,7 +187,8 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
 
   JobEntry& entry = jobs_.at(w.job_id);
   const v1::Job& job = entry.job;
-  if (request.job_id() != w.job_id || request.attempt() != w.attempt) {
+  if (request.task().job_id() != w.job_id ||
+      request.task().attempt() != w.attempt) {
     response.set_action(v1::ACTION_RUN);
     *response.mutable_assignment() = MakeAssignment(entry, w.rank);
     return response;
@@ -213,12 +214,12 @@ absl::StatusOr<v1::GetShardResponse> Coordinator::GetShard(
   v1::LedgerSegment segment;
   {
     absl::MutexLock lock(&mu_);
-    if (absl::StatusOr<WorkerEntry*> w = FindWorker(request.worker_id());
+    if (absl::StatusOr<WorkerEntry*> w = FindWorker(request.task().worker_id());
         !w.ok()) {
       return w.status();
     }
     absl::StatusOr<JobEntry*> entry =
-        FindAttempt(request.job_id(), request.attempt());
+        FindAttempt(request.task().job_id(), request.task().attempt());
     if (!entry.ok()) return entry.status();
     v1::Job& job = (*entry)->job;
     if (request.epoch() < 0 || request.epoch() >= job.spec().epochs()) {
@@ -226,10 +227,11 @@ absl::StatusOr<v1::GetShardResponse> Coordinator::GetShard(
           absl::StrCat("get shard: epoch must be in [0, ", job.spec().epochs(),
                        ") (got ", request.epoch(), ")"));
     }
-    if (request.rank() < 0 || request.rank() >= job.world_size()) {
+    if (request.task().rank() < 0 ||
+        request.task().rank() >= job.world_size()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("get shard: rank ", request.rank(), " is outside [0, ",
-                       job.world_size(), ")"));
+          absl::StrCat("get shard: rank ", request.task().rank(),
+                       " is outside [0, ", job.world_size(), ")"));
     }
     world = job.world_size();
     spec = job.spec();
@@ -246,7 +248,7 @@ absl::StatusOr<v1::GetShardResponse> Coordinator::GetShard(
   response.set_dataset_size(n);
   if (eval) {
     absl::StatusOr<std::vector<int64_t>> indices =
-        EvalShardIndices(n, world, request.rank());
+        EvalShardIndices(n, world, request.task().rank());
     if (!indices.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("get shard: ", indices.status().message()));
@@ -256,7 +258,7 @@ absl::StatusOr<v1::GetShardResponse> Coordinator::GetShard(
     return response;
   }
   const std::vector<int64_t> indices =
-      SegmentShard(segment, spec, n, request.epoch(), request.rank());
+      SegmentShard(segment, spec, n, request.epoch(), request.task().rank());
   response.mutable_indices()->Assign(indices.begin(), indices.end());
   response.set_total_size(
       DistributedNumSamples(segment.length(), world, spec.drop_last()) * world);
@@ -266,12 +268,12 @@ absl::StatusOr<v1::GetShardResponse> Coordinator::GetShard(
 absl::Status Coordinator::ReportMetrics(
     const v1::ReportMetricsRequest& request) {
   absl::MutexLock lock(&mu_);
-  if (absl::StatusOr<WorkerEntry*> w = FindWorker(request.worker_id());
+  if (absl::StatusOr<WorkerEntry*> w = FindWorker(request.task().worker_id());
       !w.ok()) {
     return w.status();
   }
   absl::StatusOr<JobEntry*> found =
-      FindAttempt(request.job_id(), request.attempt());
+      FindAttempt(request.task().job_id(), request.task().attempt());
   if (!found.ok()) return found.status();
   JobEntry& entry = **found;
   for (const v1::StepMetrics& step : request.steps()) {
@@ -322,36 +324,37 @@ absl::Status Coordinator::ReportMetrics(
 
 absl::Status Coordinator::CompleteTask(const v1::CompleteTaskRequest& request) {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<WorkerEntry*> found = FindWorker(request.worker_id());
+  absl::StatusOr<WorkerEntry*> found = FindWorker(request.task().worker_id());
   if (!found.ok()) return found.status();
   WorkerEntry& w = **found;
-  if (w.job_id != request.job_id() || w.attempt != request.attempt() ||
-      w.rank != request.rank()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("complete task: worker ", w.info.worker_id(),
-                     " is not rank ", request.rank(), " of job ",
-                     request.job_id(), " attempt ", request.attempt()));
+  if (w.job_id != request.task().job_id() ||
+      w.attempt != request.task().attempt() ||
+      w.rank != request.task().rank()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "complete task: worker ", w.info.worker_id(), " is not rank ",
+        request.task().rank(), " of job ", request.task().job_id(), " attempt ",
+        request.task().attempt()));
   }
   absl::StatusOr<JobEntry*> attempt =
-      FindAttempt(request.job_id(), request.attempt());
+      FindAttempt(request.task().job_id(), request.task().attempt());
   if (!attempt.ok()) return attempt.status();
   JobEntry& entry = **attempt;
   const int world = entry.job.world_size();
   if (!request.success()) {
-    FailAttempt(
-        entry,
-        absl::StrCat(DescribeRank(entry, request.rank()), " failed at step ",
-                     w.info.step(), ": ", request.message()),
-        "");
+    FailAttempt(entry,
+                absl::StrCat(DescribeRank(entry, request.task().rank()),
+                             " failed at step ", w.info.step(), ": ",
+                             request.message()),
+                "");
     return absl::OkStatus();
   }
-  entry.completed.insert(request.rank());
+  entry.completed.insert(request.task().rank());
   if (v1::AttemptRecord* a =
           FindAttemptRecord(entry.job, entry.job.attempt())) {
-    a->add_completed_ranks(request.rank());
+    a->add_completed_ranks(request.task().rank());
   }
   Persist(entry);
-  if (entry.joined.insert(request.rank()).second &&
+  if (entry.joined.insert(request.task().rank()).second &&
       static_cast<int>(entry.joined.size()) == world) {
     Transition(entry, v1::JOB_STATE_RUNNING,
                absl::StrCat("all ", world, " rank(s) joined"));

@@ -23,6 +23,13 @@ grpc::Status WorkerServiceImpl::Authorize(const grpc::ServerContext& context,
       rank));
 }
 
+grpc::Status WorkerServiceImpl::AuthorizeTask(
+    const grpc::ServerContext& context, const v1::TaskRef& task,
+    int rank) const {
+  return Authorize(context, task.worker_id(), task.job_id(), task.attempt(),
+                   rank);
+}
+
 grpc::Status WorkerServiceImpl::RegisterWorker(
     grpc::ServerContext* context, const v1::RegisterWorkerRequest* request,
     v1::RegisterWorkerResponse* response) {
@@ -35,7 +42,9 @@ grpc::Status WorkerServiceImpl::RegisterWorker(
 grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* context,
                                           const v1::HeartbeatRequest* request,
                                           v1::HeartbeatResponse* response) {
-  if (grpc::Status s = Authorize(*context, request->worker_id(), "", 0, -1);
+  // Identity only: an idle worker runs no task.
+  if (grpc::Status s =
+          Authorize(*context, request->task().worker_id(), "", 0, -1);
       !s.ok()) {
     return s;
   }
@@ -46,8 +55,7 @@ grpc::Status WorkerServiceImpl::GetShard(grpc::ServerContext* context,
                                          const v1::GetShardRequest* request,
                                          v1::GetShardResponse* response) {
   if (grpc::Status s =
-          Authorize(*context, request->worker_id(), request->job_id(),
-                    request->attempt(), request->rank());
+          AuthorizeTask(*context, request->task(), request->task().rank());
       !s.ok()) {
     return s;
   }
@@ -69,9 +77,8 @@ grpc::Status WorkerServiceImpl::ReportMetrics(
                      "(this report names ranks ",
                      absl::StrJoin(ranks, ", "), ")"));
   }
-  if (grpc::Status s =
-          Authorize(*context, request->worker_id(), request->job_id(),
-                    request->attempt(), ranks.empty() ? -1 : *ranks.begin());
+  if (grpc::Status s = AuthorizeTask(*context, request->task(),
+                                     ranks.empty() ? -1 : *ranks.begin());
       !s.ok()) {
     return s;
   }
@@ -82,8 +89,7 @@ grpc::Status WorkerServiceImpl::CompleteTask(
     grpc::ServerContext* context, const v1::CompleteTaskRequest* request,
     v1::CompleteTaskResponse*) {
   if (grpc::Status s =
-          Authorize(*context, request->worker_id(), request->job_id(),
-                    request->attempt(), request->rank());
+          AuthorizeTask(*context, request->task(), request->task().rank());
       !s.ok()) {
     return s;
   }
@@ -91,11 +97,9 @@ grpc::Status WorkerServiceImpl::CompleteTask(
 }
 
 absl::StatusOr<std::shared_ptr<MemoryStore>> WorkerServiceImpl::AttemptStore(
-    const grpc::ServerContext& context, const std::string& worker_id,
-    const std::string& job_id, int attempt,
+    const grpc::ServerContext& context, const v1::TaskRef& task,
     const std::vector<std::string>& keys) const {
-  if (grpc::Status s = Authorize(context, worker_id, job_id, attempt, -1);
-      !s.ok()) {
+  if (grpc::Status s = AuthorizeTask(context, task, -1); !s.ok()) {
     return FromGrpcStatus(s);
   }
   for (const std::string& key : keys) {
@@ -103,14 +107,13 @@ absl::StatusOr<std::shared_ptr<MemoryStore>> WorkerServiceImpl::AttemptStore(
       return absl::InvalidArgumentError("store key must not be empty");
     }
   }
-  return coordinator_->Store(job_id, attempt);
+  return coordinator_->Store(task.job_id(), task.attempt());
 }
 
 grpc::Status WorkerServiceImpl::StoreSet(grpc::ServerContext* context,
                                          const v1::StoreSetRequest* request,
                                          v1::StoreSetResponse*) {
-  auto store = AttemptStore(*context, request->worker_id(), request->job_id(),
-                            request->attempt(), {request->key()});
+  auto store = AttemptStore(*context, request->task(), {request->key()});
   if (!store.ok()) return ToGrpcStatus(store.status());
   return ToGrpcStatus((*store)->Set(request->key(), request->value()));
 }
@@ -118,8 +121,7 @@ grpc::Status WorkerServiceImpl::StoreSet(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::StoreGet(grpc::ServerContext* context,
                                          const v1::StoreGetRequest* request,
                                          v1::StoreGetResponse* response) {
-  auto store = AttemptStore(*context, request->worker_id(), request->job_id(),
-                            request->attempt(), {request->key()});
+  auto store = AttemptStore(*context, request->task(), {request->key()});
   if (!store.ok()) return ToGrpcStatus(store.status());
   absl::StatusOr<std::string> value = (*store)->Get(
       request->key(), WaitTimeout(*context, request->timeout_ms(),
@@ -132,8 +134,7 @@ grpc::Status WorkerServiceImpl::StoreGet(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::StoreAdd(grpc::ServerContext* context,
                                          const v1::StoreAddRequest* request,
                                          v1::StoreAddResponse* response) {
-  auto store = AttemptStore(*context, request->worker_id(), request->job_id(),
-                            request->attempt(), {request->key()});
+  auto store = AttemptStore(*context, request->task(), {request->key()});
   if (!store.ok()) return ToGrpcStatus(store.status());
   absl::StatusOr<int64_t> value =
       (*store)->Add(request->key(), request->delta());
@@ -146,8 +147,7 @@ grpc::Status WorkerServiceImpl::StoreWait(grpc::ServerContext* context,
                                           const v1::StoreWaitRequest* request,
                                           v1::StoreWaitResponse*) {
   std::vector<std::string> keys(request->keys().begin(), request->keys().end());
-  auto store = AttemptStore(*context, request->worker_id(), request->job_id(),
-                            request->attempt(), keys);
+  auto store = AttemptStore(*context, request->task(), keys);
   if (!store.ok()) return ToGrpcStatus(store.status());
   return ToGrpcStatus(
       (*store)->Wait(keys, WaitTimeout(*context, request->timeout_ms(),
@@ -158,8 +158,7 @@ grpc::Status WorkerServiceImpl::Barrier(grpc::ServerContext* context,
                                         const v1::BarrierRequest* request,
                                         v1::BarrierResponse*) {
   if (grpc::Status s =
-          Authorize(*context, request->worker_id(), request->job_id(),
-                    request->attempt(), request->rank());
+          AuthorizeTask(*context, request->task(), request->task().rank());
       !s.ok()) {
     return s;
   }
@@ -168,10 +167,11 @@ grpc::Status WorkerServiceImpl::Barrier(grpc::ServerContext* context,
                         "barrier name must not be empty");
   }
   absl::StatusOr<std::shared_ptr<BarrierTable>> barriers =
-      coordinator_->Barriers(request->job_id(), request->attempt());
+      coordinator_->Barriers(request->task().job_id(),
+                             request->task().attempt());
   if (!barriers.ok()) return ToGrpcStatus(barriers.status());
   return ToGrpcStatus(
-      (*barriers)->Arrive(request->name(), request->rank(),
+      (*barriers)->Arrive(request->name(), request->task().rank(),
                           WaitDeadline(*context, request->timeout_ms(),
                                        coordinator_->options().max_wait)));
 }

@@ -71,11 +71,13 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
                          const std::string& worker_id,
                          const std::string& job_id, int attempt,
                          int rank) const;
-  // The store of the caller's job attempt, after Authorize (any rank) and
-  // a check that no key is empty.
+  // Authorize for the caller's task, as `rank` (-1: any rank of it).
+  grpc::Status AuthorizeTask(const grpc::ServerContext& context,
+                             const v1::TaskRef& task, int rank) const;
+  // The store of the caller's job attempt, after AuthorizeTask (any rank)
+  // and a check that no key is empty.
   absl::StatusOr<std::shared_ptr<MemoryStore>> AttemptStore(
-      const grpc::ServerContext& context, const std::string& worker_id,
-      const std::string& job_id, int attempt,
+      const grpc::ServerContext& context, const v1::TaskRef& task,
       const std::vector<std::string>& keys) const;
 
   Coordinator* const coordinator_;

@@ -156,12 +156,12 @@ std::unique_ptr<grpc::ClientContext> SimWorker::Context(double seconds) const {
 
 grpc::Status SimWorker::Heartbeat(v1::HeartbeatResponse* response) {
   v1::HeartbeatRequest request;
-  request.set_worker_id(id_);
+  request.mutable_task()->set_worker_id(id_);
   request.set_state(task_ ? v1::WORKER_STATE_RUNNING : v1::WORKER_STATE_IDLE);
   if (task_) {
-    request.set_job_id(task_->job_id());
-    request.set_attempt(task_->attempt());
-    request.set_rank(task_->rank());
+    request.mutable_task()->set_job_id(task_->job_id());
+    request.mutable_task()->set_attempt(task_->attempt());
+    request.mutable_task()->set_rank(task_->rank());
     request.set_step(++step_);
     request.set_collective_seq(collective_seq_);
   }
@@ -196,10 +196,10 @@ v1::Assignment SimWorker::AwaitAssignment(int max_beats, absl::Duration pause) {
 
 grpc::Status SimWorker::Complete(bool success, const std::string& message) {
   v1::CompleteTaskRequest request;
-  request.set_worker_id(id_);
-  request.set_job_id(task_->job_id());
-  request.set_attempt(task_->attempt());
-  request.set_rank(task_->rank());
+  request.mutable_task()->set_worker_id(id_);
+  request.mutable_task()->set_job_id(task_->job_id());
+  request.mutable_task()->set_attempt(task_->attempt());
+  request.mutable_task()->set_rank(task_->rank());
   request.set_success(success);
   request.set_message(message);
   v1::CompleteTaskResponse response;

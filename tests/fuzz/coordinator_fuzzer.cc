@@ -94,12 +94,12 @@ World MakeWorld() {
   (void)c.SubmitJob(spec);
   for (const auto& [id, key] : world.keys) {
     v1::HeartbeatRequest hb;
-    hb.set_worker_id(id);
+    hb.mutable_task()->set_worker_id(id);
     auto r = c.Heartbeat(hb);
     hb.set_state(v1::WORKER_STATE_RUNNING);
-    hb.set_job_id(r->assignment().job_id());
-    hb.set_attempt(r->assignment().attempt());
-    hb.set_rank(r->assignment().rank());
+    hb.mutable_task()->set_job_id(r->assignment().job_id());
+    hb.mutable_task()->set_attempt(r->assignment().attempt());
+    hb.mutable_task()->set_rank(r->assignment().rank());
     (void)c.Heartbeat(hb);
   }
   return world;
@@ -168,36 +168,40 @@ void Run(World& w, uint8_t selector, const uint8_t* data, size_t size) {
     case 6: {
       v1::HeartbeatRequest r;
       if (!Parse(data, size, &r)) break;
-      authorize(r.worker_id(), "", 0, -1);
+      authorize(r.task().worker_id(), "", 0, -1);
       (void)c.Heartbeat(r);
       break;
     }
     case 7: {
       v1::GetShardRequest r;
       if (!Parse(data, size, &r)) break;
-      authorize(r.worker_id(), r.job_id(), r.attempt(), r.rank());
+      authorize(r.task().worker_id(), r.task().job_id(), r.task().attempt(),
+                r.task().rank());
       (void)c.GetShard(r);
       break;
     }
     case 8: {
       v1::ReportMetricsRequest r;
       if (!Parse(data, size, &r)) break;
-      authorize(r.worker_id(), r.job_id(), r.attempt(), -1);
+      authorize(r.task().worker_id(), r.task().job_id(), r.task().attempt(),
+                -1);
       (void)c.ReportMetrics(r);
       break;
     }
     case 9: {
       v1::CompleteTaskRequest r;
       if (!Parse(data, size, &r)) break;
-      authorize(r.worker_id(), r.job_id(), r.attempt(), r.rank());
+      authorize(r.task().worker_id(), r.task().job_id(), r.task().attempt(),
+                r.task().rank());
       (void)c.CompleteTask(r);
       break;
     }
     case 10: {
       v1::StoreSetRequest r;
       if (!Parse(data, size, &r)) break;
-      authorize(r.worker_id(), r.job_id(), r.attempt(), -1);
-      if (auto s = c.Store(r.job_id(), r.attempt()); s.ok()) {
+      authorize(r.task().worker_id(), r.task().job_id(), r.task().attempt(),
+                -1);
+      if (auto s = c.Store(r.task().job_id(), r.task().attempt()); s.ok()) {
         (void)(*s)->Set(r.key(), r.value());
       }
       break;
@@ -205,7 +209,7 @@ void Run(World& w, uint8_t selector, const uint8_t* data, size_t size) {
     case 11: {
       v1::StoreGetRequest r;
       if (!Parse(data, size, &r)) break;
-      if (auto s = c.Store(r.job_id(), r.attempt()); s.ok()) {
+      if (auto s = c.Store(r.task().job_id(), r.task().attempt()); s.ok()) {
         (void)(*s)->Get(r.key(), Timeout(r.timeout_ms()));
       }
       break;
@@ -213,7 +217,7 @@ void Run(World& w, uint8_t selector, const uint8_t* data, size_t size) {
     case 12: {
       v1::StoreAddRequest r;
       if (!Parse(data, size, &r)) break;
-      if (auto s = c.Store(r.job_id(), r.attempt()); s.ok()) {
+      if (auto s = c.Store(r.task().job_id(), r.task().attempt()); s.ok()) {
         (void)(*s)->Add(r.key(), r.delta());
       }
       break;
@@ -221,7 +225,7 @@ void Run(World& w, uint8_t selector, const uint8_t* data, size_t size) {
     case 13: {
       v1::StoreWaitRequest r;
       if (!Parse(data, size, &r)) break;
-      if (auto s = c.Store(r.job_id(), r.attempt()); s.ok()) {
+      if (auto s = c.Store(r.task().job_id(), r.task().attempt()); s.ok()) {
         std::vector<std::string> keys(r.keys().begin(), r.keys().end());
         (void)(*s)->Wait(keys, Timeout(r.timeout_ms()));
       }
@@ -230,9 +234,10 @@ void Run(World& w, uint8_t selector, const uint8_t* data, size_t size) {
     case 14: {
       v1::BarrierRequest r;
       if (!Parse(data, size, &r)) break;
-      authorize(r.worker_id(), r.job_id(), r.attempt(), r.rank());
-      if (auto b = c.Barriers(r.job_id(), r.attempt()); b.ok()) {
-        (void)(*b)->Arrive(r.name(), r.rank(), Deadline(r.timeout_ms()));
+      authorize(r.task().worker_id(), r.task().job_id(), r.task().attempt(),
+                r.task().rank());
+      if (auto b = c.Barriers(r.task().job_id(), r.task().attempt()); b.ok()) {
+        (void)(*b)->Arrive(r.name(), r.task().rank(), Deadline(r.timeout_ms()));
       }
       break;
     }
@@ -269,19 +274,19 @@ int WriteSeeds(const std::string& dir) {
   const std::string job = "job-000001";
   const std::string w1 = "w1-f022", w2 = "w2-f022";
   v1::HeartbeatRequest beat;
-  beat.set_worker_id(w1);
+  beat.mutable_task()->set_worker_id(w1);
   beat.set_state(v1::WORKER_STATE_RUNNING);
-  beat.set_job_id(job);
-  beat.set_attempt(1);
+  beat.mutable_task()->set_job_id(job);
+  beat.mutable_task()->set_attempt(1);
   v1::GetShardRequest shard;
-  shard.set_worker_id(w1);
-  shard.set_job_id(job);
-  shard.set_attempt(1);
+  shard.mutable_task()->set_worker_id(w1);
+  shard.mutable_task()->set_job_id(job);
+  shard.mutable_task()->set_attempt(1);
   shard.set_epoch(1);
   v1::ReportMetricsRequest report;
-  report.set_worker_id(w1);
-  report.set_job_id(job);
-  report.set_attempt(1);
+  report.mutable_task()->set_worker_id(w1);
+  report.mutable_task()->set_job_id(job);
+  report.mutable_task()->set_attempt(1);
   report.add_steps()->set_step(1);
   v1::CheckpointCommit* commit = report.add_checkpoints();
   commit->set_path("/ckpt/model-step-1.pt");
@@ -289,35 +294,35 @@ int WriteSeeds(const std::string& dir) {
   commit->set_epoch_batch(1);
   commit->set_step(1);
   v1::CompleteTaskRequest fail;
-  fail.set_worker_id(w2);
-  fail.set_job_id(job);
-  fail.set_attempt(1);
-  fail.set_rank(1);
+  fail.mutable_task()->set_worker_id(w2);
+  fail.mutable_task()->set_job_id(job);
+  fail.mutable_task()->set_attempt(1);
+  fail.mutable_task()->set_rank(1);
   fail.set_message("boom");
   v1::StoreSetRequest set;
-  set.set_worker_id(w1);
-  set.set_job_id(job);
-  set.set_attempt(1);
+  set.mutable_task()->set_worker_id(w1);
+  set.mutable_task()->set_job_id(job);
+  set.mutable_task()->set_attempt(1);
   set.set_key("k");
   set.set_value("v");
   v1::StoreGetRequest get;
-  get.set_job_id(job);
-  get.set_attempt(1);
+  get.mutable_task()->set_job_id(job);
+  get.mutable_task()->set_attempt(1);
   get.set_key("k");
   v1::StoreAddRequest add;
-  add.set_job_id(job);
-  add.set_attempt(1);
+  add.mutable_task()->set_job_id(job);
+  add.mutable_task()->set_attempt(1);
   add.set_key("n");
   add.set_delta(3);
   v1::StoreWaitRequest wait;
-  wait.set_job_id(job);
-  wait.set_attempt(1);
+  wait.mutable_task()->set_job_id(job);
+  wait.mutable_task()->set_attempt(1);
   wait.add_keys("k");
   wait.add_keys("z");
   v1::BarrierRequest barrier;
-  barrier.set_worker_id(w1);
-  barrier.set_job_id(job);
-  barrier.set_attempt(1);
+  barrier.mutable_task()->set_worker_id(w1);
+  barrier.mutable_task()->set_job_id(job);
+  barrier.mutable_task()->set_attempt(1);
   barrier.set_name("b");
   v1::SubmitJobRequest submit;
   submit.mutable_spec()->mutable_dataset()->set_path(DataRoot() + "/data");
@@ -329,7 +334,7 @@ int WriteSeeds(const std::string& dir) {
   v1::RegisterWorkerRequest reg;
   reg.set_host("host-b");
   v1::HeartbeatRequest idle;
-  idle.set_worker_id(w2);
+  idle.mutable_task()->set_worker_id(w2);
   const std::string sweep = std::string("\x0f\x01\xff", 3);
   const std::map<std::string, std::string> seeds = {
       {"train",

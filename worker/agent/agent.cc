@@ -29,6 +29,15 @@ struct Agent::Task {
   // The registration the task was assigned to; its calls act as this worker.
   std::string worker_id;
   std::string worker_key;
+  // The TaskRef every call for this task carries.
+  v1::TaskRef Ref() const {
+    v1::TaskRef ref;
+    ref.set_worker_id(worker_id);
+    ref.set_job_id(assignment.job_id());
+    ref.set_attempt(assignment.attempt());
+    ref.set_rank(assignment.rank());
+    return ref;
+  }
   std::atomic<bool> cancel{false};
   std::atomic<bool> done{false};
   std::atomic<int64_t> step{0};
@@ -81,11 +90,8 @@ absl::Status Agent::Register(const Task* resume, bool* resumed) {
   request.set_host(options_.host);
   if (resume != nullptr) {
     v1::ResumeTask* r = request.mutable_resume();
-    r->set_worker_id(resume->worker_id);
+    *r->mutable_task() = resume->Ref();
     r->set_worker_key(resume->worker_key);
-    r->set_job_id(resume->assignment.job_id());
-    r->set_attempt(resume->assignment.attempt());
-    r->set_rank(resume->assignment.rank());
   }
   for (int p : options_.free_ports) request.add_free_ports(p);
   for (const CudaDevice& d : DiscoverDevices().cuda) {
@@ -141,7 +147,7 @@ absl::Status Agent::Run() {
 
 void Agent::Beat() {
   v1::HeartbeatRequest request;
-  request.set_worker_id(worker_id_);
+  request.mutable_task()->set_worker_id(worker_id_);
   Task* task = nullptr;
   {
     absl::MutexLock lock(&mu_);
@@ -153,9 +159,9 @@ void Agent::Beat() {
   }
   if (task != nullptr) {
     request.set_state(v1::WORKER_STATE_RUNNING);
-    request.set_job_id(task->assignment.job_id());
-    request.set_attempt(task->assignment.attempt());
-    request.set_rank(task->assignment.rank());
+    *request.mutable_task() = task->Ref();
+    // As this registration (a task not re-adopted keeps its old id).
+    request.mutable_task()->set_worker_id(worker_id_);
     request.set_step(task->step);
     request.set_epoch(task->epoch);
     if (Communicator* c = task->comm.load()) {
@@ -259,9 +265,7 @@ absl::Status Agent::Retry(Task* task, const std::string& what,
 absl::Status Agent::FlushMetrics(Task* task) {
   v1::ReportMetricsRequest request;
   if (!task->metrics.TakeInto(&request)) return absl::OkStatus();
-  request.set_worker_id(task->worker_id);
-  request.set_job_id(task->assignment.job_id());
-  request.set_attempt(task->assignment.attempt());
+  *request.mutable_task() = task->Ref();
   v1::ReportMetricsResponse response;
   const absl::Status s = FromGrpcStatus(stub_->ReportMetrics(
       Ctx(absl::Seconds(10), task->worker_key).get(), request, &response));
@@ -350,8 +354,8 @@ void Agent::RunTask(Task* task) {
     CommOptions co;
     co.rank = a.rank();
     co.size = a.world_size();
-    co.store = std::make_shared<RemoteStore>(
-        stub_, task->worker_id, task->worker_key, a.job_id(), a.attempt());
+    co.store =
+        std::make_shared<RemoteStore>(stub_, task->Ref(), task->worker_key);
     co.timeout = absl::Milliseconds(spec.collective_timeout_ms());
     co.hostname = options_.host;
     const Backend backend = ToBackend(a.backend());
@@ -399,10 +403,7 @@ void Agent::RunTask(Task* task) {
     c.shard = [this, task](int epoch,
                            bool eval) -> absl::StatusOr<std::vector<int64_t>> {
       v1::GetShardRequest request;
-      request.set_worker_id(task->worker_id);
-      request.set_job_id(task->assignment.job_id());
-      request.set_attempt(task->assignment.attempt());
-      request.set_rank(task->assignment.rank());
+      *request.mutable_task() = task->Ref();
       request.set_epoch(epoch);
       request.set_split(eval ? v1::SHARD_SPLIT_EVAL : v1::SHARD_SPLIT_TRAIN);
       v1::GetShardResponse response;
@@ -473,10 +474,7 @@ void Agent::RunTask(Task* task) {
   (void)Retry(task, "report metrics", [&] { return FlushMetrics(task); });
   if (!task->cancel) {
     v1::CompleteTaskRequest request;
-    request.set_worker_id(task->worker_id);
-    request.set_job_id(a.job_id());
-    request.set_attempt(a.attempt());
-    request.set_rank(a.rank());
+    *request.mutable_task() = task->Ref();
     request.set_success(status.ok());
     request.set_message(
         status.ok() ? absl::StrFormat("%d steps%s", result.steps,

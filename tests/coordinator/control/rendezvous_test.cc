@@ -15,9 +15,9 @@ grpc::Status StoreSet(TestCluster& c, const SimWorker& w,
                       const v1::Assignment& a, const std::string& key,
                       const std::string& value) {
   v1::StoreSetRequest request;
-  request.set_worker_id(w.id());
-  request.set_job_id(a.job_id());
-  request.set_attempt(a.attempt());
+  request.mutable_task()->set_worker_id(w.id());
+  request.mutable_task()->set_job_id(a.job_id());
+  request.mutable_task()->set_attempt(a.attempt());
   request.set_key(key);
   request.set_value(value);
   v1::StoreSetResponse response;
@@ -28,9 +28,9 @@ grpc::Status StoreGet(TestCluster& c, const SimWorker& w,
                       const v1::Assignment& a, const std::string& key,
                       int64_t timeout_ms, std::string* value) {
   v1::StoreGetRequest request;
-  request.set_worker_id(w.id());
-  request.set_job_id(a.job_id());
-  request.set_attempt(a.attempt());
+  request.mutable_task()->set_worker_id(w.id());
+  request.mutable_task()->set_job_id(a.job_id());
+  request.mutable_task()->set_attempt(a.attempt());
   request.set_key(key);
   request.set_timeout_ms(timeout_ms);
   v1::StoreGetResponse response;
@@ -44,11 +44,11 @@ grpc::Status Barrier(TestCluster& c, const SimWorker& w,
                      const v1::Assignment& a, const std::string& name,
                      int64_t timeout_ms) {
   v1::BarrierRequest request;
-  request.set_worker_id(w.id());
-  request.set_job_id(a.job_id());
-  request.set_attempt(a.attempt());
+  request.mutable_task()->set_worker_id(w.id());
+  request.mutable_task()->set_job_id(a.job_id());
+  request.mutable_task()->set_attempt(a.attempt());
   request.set_name(name);
-  request.set_rank(a.rank());
+  request.mutable_task()->set_rank(a.rank());
   request.set_timeout_ms(timeout_ms);
   v1::BarrierResponse response;
   return c.workers().Barrier(w.Context(30).get(), request, &response);
@@ -98,9 +98,9 @@ TEST_P(RendezvousTest, EachRankOnceStoreAndBarrier) {
         EXPECT_EQ(value, "host:" + std::to_string(r));
       }
       v1::StoreAddRequest add;
-      add.set_worker_id(w.id());
-      add.set_job_id(a.job_id());
-      add.set_attempt(a.attempt());
+      add.mutable_task()->set_worker_id(w.id());
+      add.mutable_task()->set_job_id(a.job_id());
+      add.mutable_task()->set_attempt(a.attempt());
       add.set_key("joined");
       add.set_delta(1);
       v1::StoreAddResponse added;
@@ -136,9 +136,9 @@ TEST(RendezvousTest, StoreGetTimesOutNamingTheKey) {
   EXPECT_NE(s.error_message().find("never-set"), std::string::npos);
 
   v1::StoreWaitRequest wait;
-  wait.set_worker_id(w.id());
-  wait.set_job_id(a.job_id());
-  wait.set_attempt(a.attempt());
+  wait.mutable_task()->set_worker_id(w.id());
+  wait.mutable_task()->set_job_id(a.job_id());
+  wait.mutable_task()->set_attempt(a.attempt());
   wait.add_keys("x");
   wait.add_keys("y");
   wait.set_timeout_ms(50);

@@ -20,10 +20,10 @@ namespace {
 std::vector<int64_t> Shard(TestCluster& c, const SimWorker& w, int epoch) {
   const v1::Assignment& a = *w.task();
   v1::GetShardRequest request;
-  request.set_worker_id(w.id());
-  request.set_job_id(a.job_id());
-  request.set_attempt(a.attempt());
-  request.set_rank(a.rank());
+  request.mutable_task()->set_worker_id(w.id());
+  request.mutable_task()->set_job_id(a.job_id());
+  request.mutable_task()->set_attempt(a.attempt());
+  request.mutable_task()->set_rank(a.rank());
   request.set_epoch(epoch);
   v1::GetShardResponse response;
   grpc::Status s = c.workers().GetShard(w.Context().get(), request, &response);
@@ -35,9 +35,9 @@ std::vector<int64_t> Shard(TestCluster& c, const SimWorker& w, int epoch) {
 void Commit(TestCluster& c, const SimWorker& rank0, const std::string& path,
             int epoch, int64_t epoch_batch, int64_t step) {
   v1::ReportMetricsRequest report;
-  report.set_worker_id(rank0.id());
-  report.set_job_id(rank0.task()->job_id());
-  report.set_attempt(rank0.task()->attempt());
+  report.mutable_task()->set_worker_id(rank0.id());
+  report.mutable_task()->set_job_id(rank0.task()->job_id());
+  report.mutable_task()->set_attempt(rank0.task()->attempt());
   v1::CheckpointCommit* commit = report.add_checkpoints();
   commit->set_path(path);
   commit->set_epoch(epoch);
@@ -190,11 +190,11 @@ v1::RegisterWorkerResponse Resume(TestCluster& c, const std::string& id,
   v1::RegisterWorkerRequest request;
   request.set_host("host-a");
   v1::ResumeTask* r = request.mutable_resume();
-  r->set_worker_id(id);
+  r->mutable_task()->set_worker_id(id);
   r->set_worker_key(key);
-  r->set_job_id(task.job_id());
-  r->set_attempt(task.attempt());
-  r->set_rank(task.rank());
+  r->mutable_task()->set_job_id(task.job_id());
+  r->mutable_task()->set_attempt(task.attempt());
+  r->mutable_task()->set_rank(task.rank());
   v1::RegisterWorkerResponse response;
   grpc::Status s = c.workers().RegisterWorker(Ctx().get(), request, &response);
   EXPECT_TRUE(s.ok()) << s.error_message();
@@ -230,11 +230,11 @@ TEST(CoordinatorRestartTest, RunningJobsWaitForTheirWorkersToReRegister) {
   // Rank 1's worker never comes back: after the grace (0.5 s) the attempt
   // fails naming it; rank 0's worker heartbeats its task meanwhile.
   v1::HeartbeatRequest hb;
-  hb.set_worker_id(id0);
+  hb.mutable_task()->set_worker_id(id0);
   hb.set_state(v1::WORKER_STATE_RUNNING);
-  hb.set_job_id(job_id);
-  hb.set_attempt(task0.attempt());
-  hb.set_rank(task0.rank());
+  hb.mutable_task()->set_job_id(job_id);
+  hb.mutable_task()->set_attempt(task0.attempt());
+  hb.mutable_task()->set_rank(task0.rank());
   v1::Job job;
   for (int i = 0; i < 100; ++i) {
     auto ctx = Ctx();

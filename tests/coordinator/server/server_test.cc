@@ -85,7 +85,7 @@ TEST(JobServiceTest, UnknownJobAndWorkerAreNotFound) {
   EXPECT_FALSE(reader->Read(&event));
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
   v1::HeartbeatRequest hb;
-  hb.set_worker_id("w99-dead");
+  hb.mutable_task()->set_worker_id("w99-dead");
   v1::HeartbeatResponse hb_response;
   grpc::Status s = c.workers().Heartbeat(Ctx().get(), hb, &hb_response);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
@@ -117,10 +117,10 @@ TEST(JobServiceTest, ShardsMatchTheSamplerAndMetricsAreAggregated) {
   for (SimWorker* w : {&w0, &w1}) {
     const v1::Assignment& a = *w->task();
     v1::GetShardRequest request;
-    request.set_worker_id(w->id());
-    request.set_job_id(job.id());
-    request.set_attempt(a.attempt());
-    request.set_rank(a.rank());
+    request.mutable_task()->set_worker_id(w->id());
+    request.mutable_task()->set_job_id(job.id());
+    request.mutable_task()->set_attempt(a.attempt());
+    request.mutable_task()->set_rank(a.rank());
     request.set_epoch(3);
     v1::GetShardResponse shard;
     ASSERT_TRUE(c.workers().GetShard(w->Context().get(), request, &shard).ok());
@@ -142,9 +142,9 @@ TEST(JobServiceTest, ShardsMatchTheSamplerAndMetricsAreAggregated) {
   for (SimWorker* w : {&w0, &w1}) {
     const int rank = w->task()->rank();
     v1::ReportMetricsRequest report;
-    report.set_worker_id(w->id());
-    report.set_job_id(job.id());
-    report.set_attempt(w->task()->attempt());
+    report.mutable_task()->set_worker_id(w->id());
+    report.mutable_task()->set_job_id(job.id());
+    report.mutable_task()->set_attempt(w->task()->attempt());
     for (int step = 1; step <= 4; ++step) {
       v1::StepMetrics* m = report.add_steps();
       m->set_rank(rank);
@@ -176,9 +176,9 @@ TEST(JobServiceTest, JobsSurviveACoordinatorRestart) {
     done_id = job.id();
     w.AwaitAssignment();
     v1::ReportMetricsRequest report;
-    report.set_worker_id(w.id());
-    report.set_job_id(job.id());
-    report.set_attempt(1);
+    report.mutable_task()->set_worker_id(w.id());
+    report.mutable_task()->set_job_id(job.id());
+    report.mutable_task()->set_attempt(1);
     report.add_eval()->set_accuracy(0.875);
     v1::ReportMetricsResponse ignored;
     ASSERT_TRUE(
@@ -220,9 +220,9 @@ TEST(JobServiceTest, WatchStreamsStateChangesAndMetrics) {
   ASSERT_TRUE(event.has_job());
   v1::Assignment a = w.AwaitAssignment();
   v1::ReportMetricsRequest report;
-  report.set_worker_id(w.id());
-  report.set_job_id(job.id());
-  report.set_attempt(a.attempt());
+  report.mutable_task()->set_worker_id(w.id());
+  report.mutable_task()->set_job_id(job.id());
+  report.mutable_task()->set_attempt(a.attempt());
   report.add_steps()->set_step(1);
   v1::ReportMetricsResponse ignored;
   ASSERT_TRUE(

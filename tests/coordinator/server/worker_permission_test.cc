@@ -27,9 +27,9 @@ class WorkerPermissionTest : public ::testing::Test {
   grpc::Status StoreSet(const std::string& worker_id,
                         std::unique_ptr<grpc::ClientContext> ctx) {
     v1::StoreSetRequest request;
-    request.set_worker_id(worker_id);
-    request.set_job_id(job_.id());
-    request.set_attempt(1);
+    request.mutable_task()->set_worker_id(worker_id);
+    request.mutable_task()->set_job_id(job_.id());
+    request.mutable_task()->set_attempt(1);
     request.set_key("k");
     request.set_value("v");
     v1::StoreSetResponse response;
@@ -38,10 +38,10 @@ class WorkerPermissionTest : public ::testing::Test {
 
   grpc::Status GetShard(const SimWorker& w, int rank) {
     v1::GetShardRequest request;
-    request.set_worker_id(w.id());
-    request.set_job_id(job_.id());
-    request.set_attempt(1);
-    request.set_rank(rank);
+    request.mutable_task()->set_worker_id(w.id());
+    request.mutable_task()->set_job_id(job_.id());
+    request.mutable_task()->set_attempt(1);
+    request.mutable_task()->set_rank(rank);
     v1::GetShardResponse response;
     return c_.workers().GetShard(w.Context().get(), request, &response);
   }
@@ -69,7 +69,7 @@ TEST_F(WorkerPermissionTest, AnotherWorkersIdNeedsItsKey) {
   ExpectDenied(StoreSet(a_->id(), Ctx()), "missing worker key");
   ExpectDenied(StoreSet(a_->id(), b_->Context()), "wrong worker key");
   v1::HeartbeatRequest hb;
-  hb.set_worker_id(a_->id());
+  hb.mutable_task()->set_worker_id(a_->id());
   v1::HeartbeatResponse response;
   ExpectDenied(c_.workers().Heartbeat(spare_->Context().get(), hb, &response),
                "wrong worker key");
@@ -89,11 +89,11 @@ TEST_F(WorkerPermissionTest, ARankActsOnlyAsItself) {
                    job_.id() + " attempt 1, not rank " + std::to_string(other));
 
   v1::BarrierRequest barrier;
-  barrier.set_worker_id(a_->id());
-  barrier.set_job_id(job_.id());
-  barrier.set_attempt(1);
+  barrier.mutable_task()->set_worker_id(a_->id());
+  barrier.mutable_task()->set_job_id(job_.id());
+  barrier.mutable_task()->set_attempt(1);
   barrier.set_name("start");
-  barrier.set_rank(other);
+  barrier.mutable_task()->set_rank(other);
   barrier.set_timeout_ms(10);
   v1::BarrierResponse ignored_barrier;
   ExpectDenied(
@@ -102,10 +102,10 @@ TEST_F(WorkerPermissionTest, ARankActsOnlyAsItself) {
 
   // Completing another rank's task would let one worker finish the job.
   v1::CompleteTaskRequest complete;
-  complete.set_worker_id(a_->id());
-  complete.set_job_id(job_.id());
-  complete.set_attempt(1);
-  complete.set_rank(other);
+  complete.mutable_task()->set_worker_id(a_->id());
+  complete.mutable_task()->set_job_id(job_.id());
+  complete.mutable_task()->set_attempt(1);
+  complete.mutable_task()->set_rank(other);
   complete.set_success(true);
   v1::CompleteTaskResponse ignored_complete;
   ExpectDenied(c_.workers().CompleteTask(a_->Context().get(), complete,
@@ -117,9 +117,9 @@ TEST_F(WorkerPermissionTest, ARankActsOnlyAsItself) {
 TEST_F(WorkerPermissionTest, MetricsOnlyForTheReportersRank) {
   const SimWorker& rank1 = RankOf(*a_) == 1 ? *a_ : *b_;
   v1::ReportMetricsRequest report;
-  report.set_worker_id(rank1.id());
-  report.set_job_id(job_.id());
-  report.set_attempt(1);
+  report.mutable_task()->set_worker_id(rank1.id());
+  report.mutable_task()->set_job_id(job_.id());
+  report.mutable_task()->set_attempt(1);
   report.add_steps()->set_rank(1);
   v1::ReportMetricsResponse ignored;
   EXPECT_TRUE(

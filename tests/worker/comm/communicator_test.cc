@@ -55,31 +55,33 @@ class CommTest : public ::testing::TestWithParam<Group> {
 
 TEST_P(CommTest, AllReduceSumAndAverageOverSizes) {
   const int world = GetParam().world;
-  RunRanks(backend(), world, absl::Seconds(60),
-           [&](int rank, Communicator& comm) {
-             for (int64_t n : {0, 1, 7, 1001, 10000000}) {
-               at::Tensor t = torch::full({n}, static_cast<float>(rank + 1));
-               if (n > 1) t[n - 1] = rank * 10.0f;
-               ASSERT_TRUE(comm.AllReduce(t, ReduceOp::kSum).ok());
-               const float sum = world * (world + 1) / 2.0f;
-               if (n > 0) {
-                 EXPECT_FLOAT_EQ(t[0].item<float>(), sum) << n;
-               }
-               if (n > 1) {
-                 EXPECT_FLOAT_EQ(t[n - 1].item<float>(),
-                                 10.0f * world * (world - 1) / 2)
-                     << n;
-                 EXPECT_TRUE(torch::allclose(t.narrow(0, 0, n - 1),
-                                             torch::full({n - 1}, sum)));
-               }
-               at::Tensor a = torch::full({n}, static_cast<float>(rank));
-               ASSERT_TRUE(comm.AllReduce(a, ReduceOp::kAverage).ok());
-               if (n > 0) {
-                 EXPECT_FLOAT_EQ(a[0].item<float>(), (world - 1) / 2.0f);
-               }
-             }
-             EXPECT_EQ(comm.sequence(), 10);
-           });
+  RunRanks(
+      backend(), world, absl::Seconds(60), [&](int rank, Communicator& comm) {
+        for (int64_t n : {0, 1, 7, 1001, 10000000}) {
+          at::Tensor t = torch::full({n}, static_cast<float>(rank + 1));
+          if (n > 1) t[n - 1] = rank * 10.0f;
+          const absl::Status summed = comm.AllReduce(t, ReduceOp::kSum);
+          ASSERT_TRUE(summed.ok()) << summed << " (n=" << n << ")";
+          const float sum = world * (world + 1) / 2.0f;
+          if (n > 0) {
+            EXPECT_FLOAT_EQ(t[0].item<float>(), sum) << n;
+          }
+          if (n > 1) {
+            EXPECT_FLOAT_EQ(t[n - 1].item<float>(),
+                            10.0f * world * (world - 1) / 2)
+                << n;
+            EXPECT_TRUE(torch::allclose(t.narrow(0, 0, n - 1),
+                                        torch::full({n - 1}, sum)));
+          }
+          at::Tensor a = torch::full({n}, static_cast<float>(rank));
+          const absl::Status averaged = comm.AllReduce(a, ReduceOp::kAverage);
+          ASSERT_TRUE(averaged.ok()) << averaged << " (n=" << n << ")";
+          if (n > 0) {
+            EXPECT_FLOAT_EQ(a[0].item<float>(), (world - 1) / 2.0f);
+          }
+        }
+        EXPECT_EQ(comm.sequence(), 10);
+      });
 }
 
 TEST_P(CommTest, BroadcastBarrierAllGather) {
