@@ -228,19 +228,28 @@ TEST(CoordinatorRestartTest, RunningJobsWaitForTheirWorkersToReRegister) {
   EXPECT_NE(impostor.worker_id(), id1);
 
   // Rank 1's worker never comes back: after the grace (0.5 s) the attempt
-  // fails naming it; rank 0's worker heartbeats its task meanwhile.
+  // fails naming it; rank 0's worker heartbeats its task meanwhile, and the
+  // impostor heartbeats as an idle worker (alive, so the restart has the 2
+  // workers it needs; without it, whether it died before the grace ended
+  // would decide between PENDING and FAILED).
   v1::HeartbeatRequest hb;
   hb.mutable_task()->set_worker_id(id0);
   hb.set_state(v1::WORKER_STATE_RUNNING);
   hb.mutable_task()->set_job_id(job_id);
   hb.mutable_task()->set_attempt(task0.attempt());
   hb.mutable_task()->set_rank(task0.rank());
+  v1::HeartbeatRequest idle;
+  idle.mutable_task()->set_worker_id(impostor.worker_id());
+  idle.set_state(v1::WORKER_STATE_IDLE);
   v1::Job job;
   for (int i = 0; i < 100; ++i) {
     auto ctx = Ctx();
     ctx->AddMetadata(kWorkerKeyHeader, key0);
     v1::HeartbeatResponse r;
     ASSERT_TRUE(c.workers().Heartbeat(ctx.get(), hb, &r).ok());
+    auto idle_ctx = Ctx();
+    idle_ctx->AddMetadata(kWorkerKeyHeader, impostor.worker_key());
+    ASSERT_TRUE(c.workers().Heartbeat(idle_ctx.get(), idle, &r).ok());
     job = c.Get(job_id);
     if (job.state() != v1::JOB_STATE_RUNNING) break;
     absl::SleepFor(absl::Milliseconds(50));

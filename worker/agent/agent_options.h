@@ -1,0 +1,25 @@
+// AgentOptions: how a worker agent (agent.h) and its tasks (task.h) run.
+// A plain value; thread-compatible.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gradsync {
+
+struct AgentOptions {
+  std::string host = "127.0.0.1";  // address peers and logs use
+  std::vector<int> free_ports;     // offered for MASTER_PORT
+  int log_every = 50;              // steps between progress log lines
+  // When set, each task appends its trained batches' sample indices to
+  // <dir>/<job>-a<attempt>-r<rank>.trace (see TrainContext::sample_trace).
+  std::string sample_trace_dir;
+  // When set, rewritten after every answered heartbeat with
+  // "<unix ms> <worker id> <state>" (health_file.h).
+  std::string health_file;
+  // Rank 0 streams each checkpoint to the coordinator (a model snapshot)
+  // before reporting it committed; restarts then fetch it from there.
+  bool upload_snapshots = true;
+};
+
+}  // namespace gradsync

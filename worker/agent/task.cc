@@ -1,0 +1,320 @@
+#include "worker/agent/task.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "coordinator/client/remote_store.h"
+#include "coordinator/wire/grpc_status.h"
+#include "coordinator/wire/snapshot_stream.h"
+#include "worker/agent/coordinator_call.h"
+#include "worker/agent/task_convert.h"
+#include "worker/comm/devices.h"
+#include "worker/train/trainer.h"
+
+namespace gradsync {
+
+Task::Task(std::shared_ptr<v1::WorkerService::StubInterface> stub,
+           const AgentOptions& options, v1::Assignment assignment,
+           std::string worker_id, std::string worker_key,
+           const absl::Notification& agent_stop)
+    : stub_(std::move(stub)),
+      options_(options),
+      assignment_(std::move(assignment)),
+      worker_id_(std::move(worker_id)),
+      worker_key_(std::move(worker_key)),
+      agent_stop_(agent_stop) {}
+
+Task::~Task() {
+  cancel_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void Task::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+v1::TaskRef Task::Ref() const {
+  v1::TaskRef ref;
+  ref.set_worker_id(worker_id_);
+  ref.set_job_id(assignment_.job_id());
+  ref.set_attempt(assignment_.attempt());
+  ref.set_rank(assignment_.rank());
+  return ref;
+}
+
+int64_t Task::collective_seq() const {
+  const Communicator* c = comm_.load();
+  return c == nullptr ? 0 : c->sequence();
+}
+
+namespace {
+
+// Errors after which a call is worth repeating: the coordinator is away or
+// restarting (and does not know this worker until it re-registers).
+bool Retryable(const absl::Status& s) {
+  return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) ||
+         absl::IsNotFound(s);
+}
+
+}  // namespace
+
+absl::Status Task::Retry(const std::string& what,
+                         const std::function<absl::Status()>& call) {
+  const absl::Time give_up = absl::Now() + kRetryFor;
+  absl::Duration backoff = absl::Milliseconds(200);
+  absl::Status s = call();
+  bool logged = false;
+  while (Retryable(s) && !cancel_ && absl::Now() < give_up &&
+         !agent_stop_.HasBeenNotified()) {
+    if (!logged) {
+      AgentLog(absl::StrCat(what, ": ", s.message(), "; retrying for up to ",
+                            absl::FormatDuration(kRetryFor)));
+      logged = true;
+    }
+    agent_stop_.WaitForNotificationWithTimeout(backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(5));
+    s = call();
+  }
+  if (logged && s.ok()) AgentLog(absl::StrCat(what, ": done after retrying"));
+  return s;
+}
+
+absl::Status Task::FlushMetrics() {
+  v1::ReportMetricsRequest request;
+  if (!metrics_.TakeInto(&request)) return absl::OkStatus();
+  *request.mutable_task() = Ref();
+  v1::ReportMetricsResponse response;
+  const absl::Status s = FromGrpcStatus(stub_->ReportMetrics(
+      CallContext(absl::Seconds(10), worker_key_).get(), request, &response));
+  if (s.ok()) {
+    metrics_failing_ = false;
+    return s;
+  }
+  if (!metrics_failing_) {
+    AgentLog(absl::StrCat("metrics not reported: ", s.message(),
+                          Retryable(s) ? " (kept; will retry)" : ""));
+    metrics_failing_ = true;
+  }
+  if (!Retryable(s)) return s;  // the attempt is over
+  metrics_.PutBack(&request);   // oldest first, for the next flush
+  return s;
+}
+
+absl::Status Task::UploadSnapshot(const v1::CheckpointCommit& commit) {
+  auto ctx = CallContext(absl::Minutes(5), worker_key_);
+  v1::SnapshotMeta stored;
+  auto writer = stub_->UploadSnapshot(ctx.get(), &stored);
+  v1::SnapshotMeta meta;
+  meta.set_job_id(assignment_.job_id());
+  meta.set_step(commit.step());
+  meta.set_epoch(commit.epoch());
+  meta.set_accuracy(accuracy_);
+  absl::Status sent = WriteSnapshotFile(
+      commit.path(), meta, worker_id_, assignment_.attempt(),
+      [&](const v1::SnapshotChunk& chunk) { return writer->Write(chunk); });
+  if (!sent.ok() && !absl::IsCancelled(sent)) {
+    ctx->TryCancel();  // the coordinator keeps nothing of it
+    (void)writer->Finish();
+    return sent;
+  }
+  // A failed write ended the stream; Finish() says why.
+  writer->WritesDone();
+  return FromGrpcStatus(writer->Finish());
+}
+
+absl::StatusOr<std::vector<char>> Task::DownloadSnapshot() {
+  const v1::Assignment& a = assignment_;
+  v1::PullSnapshotRequest request;
+  request.set_worker_id(worker_id_);
+  request.set_job_id(a.job_id());
+  request.set_attempt(a.attempt());
+  request.set_step(a.resume_snapshot_step());
+  request.set_snapshot_job_id(a.resume_snapshot_job());
+  request.set_has_step(true);
+  std::string data;
+  v1::SnapshotMeta meta;
+  absl::Status status = Retry("download snapshot", [&] {
+    auto ctx = CallContext(absl::Minutes(5), worker_key_);
+    auto reader = stub_->DownloadSnapshot(ctx.get(), request);
+    return ReadSnapshotChunks(*ctx, *reader, &meta, &data);
+  });
+  if (!status.ok()) {
+    return absl::Status(
+        status.code(),
+        absl::StrCat("download snapshot of step ", a.resume_snapshot_step(),
+                     ": ", status.message()));
+  }
+  AgentLog(absl::StrFormat(
+      "%s resumes from the coordinator's snapshot of %s step "
+      "%d (%.1f MB)",
+      a.job_id(), meta.job_id(), meta.step(), data.size() / 1e6));
+  return std::vector<char>(data.begin(), data.end());
+}
+
+void Task::Run() {
+  const v1::Assignment& a = assignment_;
+  const v1::JobSpec& spec = a.spec();
+  torch::set_num_threads(1);
+  absl::Status status;
+  TrainResult result;
+  // A flusher reports batched metrics twice a second while training.
+  absl::Notification flusher_stop;
+  std::thread flusher([&] {
+    while (
+        !flusher_stop.WaitForNotificationWithTimeout(absl::Milliseconds(500))) {
+      (void)FlushMetrics();
+    }
+  });
+  int cuda_device = 0;
+  {
+    CommOptions co;
+    co.rank = a.rank();
+    co.size = a.world_size();
+    co.store = std::make_shared<RemoteStore>(stub_, Ref(), worker_key_);
+    co.timeout = absl::Milliseconds(spec.collective_timeout_ms());
+    co.hostname = options_.host;
+    const Backend backend = ToBackend(a.backend());
+    if (backend == Backend::kNccl) {
+      // One GPU per rank: local ranks take this host's GPUs in turn.
+      const int gpus = static_cast<int>(DiscoverDevices().cuda.size());
+      cuda_device = gpus > 0 ? a.local_rank() % gpus : 0;
+    }
+    co.cuda_device = cuda_device;
+    absl::StatusOr<std::unique_ptr<Communicator>> created =
+        CreateCommunicator(backend, co);
+    if (!created.ok()) {
+      status = created.status();
+    } else {
+      comm_owned_ = std::move(*created);
+      comm_ = comm_owned_.get();
+    }
+  }
+  if (status.ok()) {
+    TrainContext c;
+    c.spec = ToTrainSpec(spec);
+    c.rank = a.rank();
+    c.world_size = a.world_size();
+    c.train_samples = a.train_samples();
+    c.eval_samples = a.eval_samples();
+    c.comm = comm_owned_.get();
+    c.cuda_device = cuda_device;
+    c.cancel = &cancel_;
+    c.resume_remaining = a.resume_remaining();
+    if (!options_.sample_trace_dir.empty()) {
+      c.sample_trace =
+          absl::StrFormat("%s/%s-a%d-r%d.trace", options_.sample_trace_dir,
+                          a.job_id(), a.attempt(), a.rank());
+    }
+    c.step = &step_;
+    c.epoch = &epoch_;
+    c.metadata = {{"RANK", absl::StrCat(a.rank())},
+                  {"WORLD_SIZE", absl::StrCat(a.world_size())},
+                  {"LOCAL_RANK", absl::StrCat(a.local_rank())},
+                  {"MASTER_ADDR", a.master_addr()},
+                  {"MASTER_PORT", absl::StrCat(a.master_port())},
+                  {"job_id", a.job_id()},
+                  {"attempt", absl::StrCat(a.attempt())},
+                  {"host", options_.host}};
+    c.shard = [this](int epoch,
+                     bool eval) -> absl::StatusOr<std::vector<int64_t>> {
+      v1::GetShardRequest request;
+      *request.mutable_task() = Ref();
+      request.set_epoch(epoch);
+      request.set_split(eval ? v1::SHARD_SPLIT_EVAL : v1::SHARD_SPLIT_TRAIN);
+      v1::GetShardResponse response;
+      absl::Status s = Retry("get shard", [&] {
+        return FromGrpcStatus(
+            stub_->GetShard(CallContext(absl::Seconds(30), worker_key_).get(),
+                            request, &response));
+      });
+      if (!s.ok()) {
+        return absl::Status(s.code(), absl::StrCat("get shard: ", s.message()));
+      }
+      return std::vector<int64_t>(response.indices().begin(),
+                                  response.indices().end());
+    };
+    const int log_every = options_.log_every;
+    c.on_step = [this, log_every](const StepReport& m) {
+      if (log_every > 0 && m.step % log_every == 0) {
+        AgentLog(absl::StrFormat(
+            "%s rank %d epoch %d step %d/%d loss %.4f %.0f samples/s (data "
+            "%.1f ms, compute %.1f ms, all-reduce %.1f ms exposed)",
+            assignment_.job_id(), m.rank, m.epoch + 1,
+            m.step - int64_t{m.epoch} * m.steps_per_epoch, m.steps_per_epoch,
+            m.loss, m.samples_per_sec, m.data_wait_ms, m.compute_ms,
+            m.allreduce_ms));
+      }
+      metrics_.Add(ToProto(m));
+    };
+    c.on_checkpoint = [this](const CheckpointReport& report) {
+      v1::CheckpointCommit commit = ToProto(report);
+      // The commit is reported after the upload, so a restart on another
+      // host finds at the coordinator what the ledger says is committed.
+      if (options_.upload_snapshots) {
+        absl::Status up = UploadSnapshot(commit);
+        commit.set_uploaded(up.ok());
+        if (!up.ok()) {
+          AgentLog(absl::StrCat(
+              "snapshot of step ", commit.step(),
+              " not uploaded (restarts need the file path): ", up.ToString()));
+        }
+      }
+      AgentLog(absl::StrFormat(
+          "%s checkpoint %s%s commits through epoch %d batch %d (step %d)",
+          assignment_.job_id(), commit.path(),
+          commit.uploaded() ? " (uploaded)" : "", commit.epoch() + 1,
+          commit.epoch_batch(), commit.step()));
+      metrics_.Add(commit);
+    };
+    if (a.has_resume_snapshot()) {
+      c.read_resume = [this]() { return DownloadSnapshot(); };
+    }
+    c.on_eval = [this](const EvalReport& e) {
+      accuracy_ = e.accuracy;
+      AgentLog(absl::StrFormat("%s epoch %d: test accuracy %.2f%% (%d samples)",
+                               assignment_.job_id(), e.epoch + 1,
+                               100 * e.accuracy, e.samples));
+      metrics_.Add(ToProto(e));
+    };
+    auto trained = Train(c);
+    if (trained.ok()) {
+      result = *trained;
+    } else {
+      status = trained.status();
+    }
+  }
+  flusher_stop.Notify();
+  flusher.join();
+  // Every buffered metric reaches the coordinator before the completion.
+  (void)Retry("report metrics", [&] { return FlushMetrics(); });
+  if (!cancel_) {
+    v1::CompleteTaskRequest request;
+    *request.mutable_task() = Ref();
+    request.set_success(status.ok());
+    request.set_message(
+        status.ok() ? absl::StrFormat("%d steps%s", result.steps,
+                                      result.checkpoint.empty()
+                                          ? ""
+                                          : ", checkpoint " + result.checkpoint)
+                    : status.ToString());
+    v1::CompleteTaskResponse response;
+    absl::Status s = Retry("complete task", [&] {
+      return FromGrpcStatus(
+          stub_->CompleteTask(CallContext(absl::Seconds(10), worker_key_).get(),
+                              request, &response));
+    });
+    if (!s.ok()) AgentLog(absl::StrCat("complete task: ", s.message()));
+  }
+  AgentLog(absl::StrCat("job ", a.job_id(), " rank ", a.rank(), " finished: ",
+                        cancel_       ? "cancelled"
+                        : status.ok() ? "ok"
+                                      : status.ToString()));
+  done_ = true;
+}
+
+}  // namespace gradsync
