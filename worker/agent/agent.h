@@ -16,11 +16,8 @@
 // Thread safety: Run() on one thread; Stop() from any thread.
 #pragma once
 
-#include <atomic>
-#include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
