@@ -155,7 +155,11 @@ std::string FormatJobDetail(const v1::Job& job, int64_t now_ms) {
   absl::StrAppend(&out, "\n");
   for (const v1::RankAssignment& r : job.ranks()) {
     absl::StrAppend(&out, "  rank ", r.rank(), " (local ", r.local_rank(),
-                    "): worker ", r.worker_id(), " on ", r.host(), "\n");
+                    "): worker ", r.worker_id(), " on ", r.host());
+    if (!r.gpu().empty()) {
+      absl::StrAppend(&out, ", cuda:", r.cuda_device(), " ", r.gpu());
+    }
+    absl::StrAppend(&out, "\n");
   }
   const std::vector<std::string> lines = FormatRankLines(job, job.metrics());
   if (!lines.empty()) {

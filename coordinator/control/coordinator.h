@@ -36,6 +36,7 @@
 #include "absl/time/time.h"
 #include "coordinator/control/barrier.h"
 #include "coordinator/control/event_log.h"
+#include "coordinator/control/gpu_placement.h"
 #include "coordinator/control/metrics_aggregator.h"
 #include "coordinator/control/port_allocator.h"
 #include "coordinator/persist/job_store.h"
@@ -219,6 +220,8 @@ class Coordinator {
   void Schedule() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // (host, GPU) pairs held by the ranks of jobs in rendezvous or running.
+  TakenGpus GpusInUse() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Assignment MakeAssignment(const JobEntry& entry, int rank) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Persist(const JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -1,6 +1,7 @@
 // Coordinator, scheduler: pending jobs onto idle workers (ranks, ports,
 // the attempt's store and barriers) and the assignments workers receive.
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -59,22 +60,66 @@ void Coordinator::Schedule() {
   }
 }
 
+namespace {
+
+// The GPUs a worker offers, by identity: the UUID, or "cuda:<index>" from a
+// worker that sent none (then every worker on the host counts as seeing
+// the same GPUs, which errs on the side of not sharing).
+std::vector<std::string> OfferedGpus(const v1::WorkerInfo& w) {
+  std::vector<std::string> gpus;
+  for (const v1::Device& d : w.devices()) {
+    if (d.kind() != "cuda") continue;
+    gpus.push_back(d.uuid().empty() ? absl::StrCat("cuda:", d.index())
+                                    : d.uuid());
+  }
+  return gpus;
+}
+
+}  // namespace
+
+TakenGpus Coordinator::GpusInUse() const {
+  TakenGpus taken;
+  for (const auto& [id, entry] : jobs_) {
+    const v1::JobState state = entry.job.state();
+    if (state != v1::JOB_STATE_RENDEZVOUS && state != v1::JOB_STATE_RUNNING) {
+      continue;
+    }
+    for (const v1::RankAssignment& r : entry.job.ranks()) {
+      if (!r.gpu().empty()) taken.insert({r.host(), r.gpu()});
+    }
+  }
+  return taken;
+}
+
 bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
   v1::Job& job = entry.job;
   const v1::WorldSize& ws = job.spec().world_size();
-  // backend nccl runs only on workers with a GPU; auto takes NCCL when every
-  // chosen worker has one.
+  // One GPU per rank: backend nccl takes only workers that get a GPU no
+  // other running rank on their host has; auto takes NCCL when every chosen
+  // worker gets one.
+  std::vector<GpuCandidate> candidates;
+  for (const WorkerEntry* w : idle) {
+    candidates.push_back({w->info.host(), OfferedGpus(w->info)});
+  }
+  const GpuPlacement placement = PlaceGpus(candidates, GpusInUse());
   const bool needs_gpu = job.spec().backend() == v1::BACKEND_NCCL;
   std::vector<WorkerEntry*> eligible;
-  for (WorkerEntry* w : idle) {
-    if (!needs_gpu || HasGpu(w->info)) eligible.push_back(w);
+  std::map<const WorkerEntry*, int> device;  // the worker's GPU, -1 = none
+  for (size_t i = 0; i < idle.size(); ++i) {
+    device[idle[i]] = placement.device[i];
+    if (!needs_gpu || placement.device[i] >= 0) eligible.push_back(idle[i]);
   }
   if (static_cast<int>(eligible.size()) < ws.min_workers()) {
-    if (needs_gpu && eligible.size() < idle.size()) {
-      job.set_message(
-          absl::StrCat("backend nccl: waiting for ", ws.min_workers(),
-                       " idle worker(s) with a GPU; ", eligible.size(), " of ",
-                       idle.size(), " idle have one"));
+    if (needs_gpu) {
+      const int with_gpus = static_cast<int>(
+          std::count_if(idle.begin(), idle.end(),
+                        [](const WorkerEntry* w) { return HasGpu(w->info); }));
+      job.set_message(absl::StrFormat(
+          "backend nccl: waiting for %d idle worker(s) with a GPU of their "
+          "own; %d of %d idle worker(s) have a GPU, %d of them a free one (a "
+          "GPU runs one rank at a time, so a host runs at most as many nccl "
+          "ranks as it has GPUs)",
+          ws.min_workers(), with_gpus, idle.size(), eligible.size()));
     }
     return false;
   }
@@ -99,7 +144,7 @@ bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
              idle.end());
   const bool all_gpu =
       std::all_of(chosen.begin(), chosen.end(),
-                  [](WorkerEntry* w) { return HasGpu(w->info); });
+                  [&device](WorkerEntry* w) { return device[w] >= 0; });
 
   job.set_attempt(job.attempt() + 1);
   job.set_world_size(world);
@@ -129,6 +174,11 @@ bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
     r->set_local_rank(per_host[w.info.host()]++);
     r->set_worker_id(w.info.worker_id());
     r->set_host(w.info.host());
+    if (job.backend() == v1::BACKEND_NCCL) {
+      const int d = device[&w];
+      r->set_cuda_device(d);
+      r->set_gpu(OfferedGpus(w.info)[d]);
+    }
     w.job_id = job.id();
     w.attempt = job.attempt();
     w.rank = rank;
@@ -163,6 +213,7 @@ v1::Assignment Coordinator::MakeAssignment(const JobEntry& entry,
   a.set_rank(rank);
   a.set_world_size(job.world_size());
   a.set_local_rank(job.ranks(rank).local_rank());
+  a.set_cuda_device(job.ranks(rank).cuda_device());
   a.set_master_addr(job.master_addr());
   a.set_master_port(job.master_port());
   a.set_backend(job.backend());

@@ -133,6 +133,17 @@ v1::Job TestCluster::WaitForState(const std::string& job_id,
 
 SimWorker::SimWorker(v1::WorkerService::Stub& stub, std::string host, int gpus)
     : stub_(stub) {
+  Register(std::move(host), {}, gpus);
+}
+
+SimWorker::SimWorker(v1::WorkerService::Stub& stub, std::string host,
+                     const std::vector<std::string>& gpu_uuids)
+    : stub_(stub) {
+  Register(std::move(host), gpu_uuids, static_cast<int>(gpu_uuids.size()));
+}
+
+void SimWorker::Register(std::string host,
+                         const std::vector<std::string>& gpu_uuids, int gpus) {
   v1::RegisterWorkerRequest request;
   request.set_host(std::move(host));
   for (int i = 0; i < gpus; ++i) {
@@ -140,6 +151,7 @@ SimWorker::SimWorker(v1::WorkerService::Stub& stub, std::string host, int gpus)
     d->set_kind("cuda");
     d->set_index(i);
     d->set_name("simulated GPU");
+    if (!gpu_uuids.empty()) d->set_uuid(gpu_uuids[i]);
   }
   v1::RegisterWorkerResponse response;
   grpc::Status s = stub_.RegisterWorker(Ctx().get(), request, &response);

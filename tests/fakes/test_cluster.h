@@ -60,8 +60,12 @@ std::unique_ptr<grpc::ClientContext> Ctx(double seconds = 10);
 
 class SimWorker {
  public:
-  // Registers with `gpus` CUDA devices (0 = a CPU-only worker).
+  // Registers with `gpus` CUDA devices (0 = a CPU-only worker), sent
+  // without UUIDs.
   SimWorker(v1::WorkerService::Stub& stub, std::string host, int gpus = 0);
+  // Registers with one CUDA device per UUID, in this order.
+  SimWorker(v1::WorkerService::Stub& stub, std::string host,
+            const std::vector<std::string>& gpu_uuids);
 
   const std::string& id() const { return id_; }
   const std::string& key() const { return key_; }
@@ -83,6 +87,9 @@ class SimWorker {
   const v1::Assignment* task() const { return task_.get(); }
 
  private:
+  void Register(std::string host, const std::vector<std::string>& gpu_uuids,
+                int gpus);
+
   v1::WorkerService::Stub& stub_;
   std::string id_;
   std::string key_;

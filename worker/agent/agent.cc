@@ -1,6 +1,7 @@
 #include "worker/agent/agent.h"
 
 #include <grpcpp/grpcpp.h>
+#include <torch/cuda.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -40,12 +41,23 @@ absl::Status Agent::Register(const Task* resume, bool* resumed) {
     r->set_worker_key(resume->worker_key());
   }
   for (int p : options_.free_ports) request.add_free_ports(p);
-  for (const CudaDevice& d : DiscoverDevices().cuda) {
+  const std::vector<CudaDevice> gpus = DiscoverDevices().cuda;
+  // A GPU counts only if this LibTorch can compute on it: a CPU-only
+  // LibTorch next to a GPU registers as a CPU worker, so the scheduler
+  // never gives it an nccl rank.
+  const bool torch_cuda = torch::cuda::is_available();
+  if (!gpus.empty() && !torch_cuda) {
+    AgentLog(absl::StrCat("this host has ", gpus.size(),
+                          " GPU(s) but this worker's LibTorch is CPU only; "
+                          "registering as a CPU worker"));
+  }
+  for (const CudaDevice& d : torch_cuda ? gpus : std::vector<CudaDevice>{}) {
     v1::Device* device = request.add_devices();
     device->set_kind("cuda");
     device->set_index(d.index);
     device->set_name(d.name);
     device->set_memory_bytes(d.memory_bytes);
+    device->set_uuid(d.uuid);
   }
   absl::Duration backoff = absl::Milliseconds(200);
   while (!stop_.HasBeenNotified()) {

@@ -13,7 +13,6 @@
 #include "coordinator/wire/snapshot_stream.h"
 #include "worker/agent/coordinator_call.h"
 #include "worker/agent/task_convert.h"
-#include "worker/comm/devices.h"
 #include "worker/train/trainer.h"
 
 namespace gradsync {
@@ -179,15 +178,15 @@ void Task::Run() {
     co.timeout = absl::Milliseconds(spec.collective_timeout_ms());
     co.hostname = options_.host;
     const Backend backend = ToBackend(a.backend());
-    if (backend == Backend::kNccl) {
-      // One GPU per rank: local ranks take this host's GPUs in turn.
-      const int gpus = static_cast<int>(DiscoverDevices().cuda.size());
-      cuda_device = gpus > 0 ? a.local_rank() % gpus : 0;
-    }
+    // One GPU per rank: the coordinator picked one of this worker's GPUs
+    // that no other rank on the host has (gpu_placement.h).
+    if (backend == Backend::kNccl) cuda_device = a.cuda_device();
+    // Before any connection: an nccl rank on a CPU-only LibTorch fails
+    // here with the reason, not later with a peer's timeout.
     co.cuda_device = cuda_device;
-    absl::StatusOr<std::unique_ptr<Communicator>> created =
-        CreateCommunicator(backend, co);
-    if (!created.ok()) {
+    if (auto device = ComputeDevice(backend, cuda_device); !device.ok()) {
+      status = device.status();
+    } else if (auto created = CreateCommunicator(backend, co); !created.ok()) {
       status = created.status();
     } else {
       comm_owned_ = std::move(*created);

@@ -10,6 +10,23 @@
 
 namespace gradsync {
 
+#if GRADSYNC_WITH_NCCL
+namespace {
+
+// nvidia-smi's form: GPU-8-4-4-4-12 hex digits.
+std::string UuidString(const cudaUUID_t& uuid) {
+  std::string out = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    absl::StrAppend(&out, absl::Hex(static_cast<unsigned char>(uuid.bytes[i]),
+                                    absl::kZeroPad2));
+  }
+  return out;
+}
+
+}  // namespace
+#endif
+
 DeviceReport DiscoverDevices() {
   DeviceReport report;
 #if GRADSYNC_WITH_NCCL
@@ -24,8 +41,9 @@ DeviceReport DiscoverDevices() {
     for (int i = 0; i < count; ++i) {
       cudaDeviceProp prop;
       if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) continue;
-      report.cuda.push_back(
-          {i, prop.name, static_cast<int64_t>(prop.totalGlobalMem)});
+      report.cuda.push_back({i, prop.name,
+                             static_cast<int64_t>(prop.totalGlobalMem),
+                             UuidString(prop.uuid)});
     }
   }
   int version = 0;

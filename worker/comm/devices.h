@@ -15,9 +15,10 @@
 namespace gradsync {
 
 struct CudaDevice {
-  int index = 0;
+  int index = 0;  // this process's CUDA index (CUDA_VISIBLE_DEVICES applied)
   std::string name;
   int64_t memory_bytes = 0;
+  std::string uuid;  // "GPU-xxxxxxxx-xxxx-...", as nvidia-smi -L prints it
 };
 
 struct DeviceReport {

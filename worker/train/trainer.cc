@@ -131,9 +131,9 @@ absl::Status BuildModel(const TrainContext& c, Session& s) {
   auto model = MakeModel(c.spec.model, shape);
   if (!model.ok()) return model.status();
   s.model = *model;
-  if (c.comm->backend() == Backend::kNccl && torch::cuda::is_available()) {
-    s.device = torch::Device(torch::kCUDA, c.cuda_device);
-  }
+  auto device = ComputeDevice(c.comm->backend(), c.cuda_device);
+  if (!device.ok()) return device.status();
+  s.device = *device;
   s.model->to(s.device);
   if (absl::Status st = Reducer::BroadcastModel(*s.model, *c.comm); !st.ok()) {
     return st;
@@ -319,6 +319,23 @@ class Loop {
 };
 
 }  // namespace
+
+absl::StatusOr<torch::Device> ComputeDevice(Backend backend, int cuda_device) {
+  if (backend != Backend::kNccl) return torch::Device(torch::kCPU);
+  if (!torch::cuda::is_available()) {
+    return absl::FailedPreconditionError(
+        "backend nccl computes on the GPU, but this worker's LibTorch has no "
+        "CUDA (torch::cuda::is_available() is false): run the job with "
+        "backend gloo, or the worker with a CUDA build of LibTorch");
+  }
+  if (cuda_device < 0 ||
+      cuda_device >= static_cast<int>(torch::cuda::device_count())) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("cuda:%d does not exist: LibTorch sees %d GPU(s)",
+                        cuda_device, torch::cuda::device_count()));
+  }
+  return torch::Device(torch::kCUDA, static_cast<int8_t>(cuda_device));
+}
 
 absl::StatusOr<TrainResult> Train(const TrainContext& c) {
   torch::manual_seed(c.spec.seed);

@@ -9,13 +9,15 @@
 // already leave out what it committed, so training starts at that epoch's
 // batch 0.
 //
-// Compute runs on GPU `cuda_device` when the communicator is NCCL and this
-// LibTorch has CUDA; otherwise on the CPU.
+// Compute runs on GPU `cuda_device` when the communicator is NCCL (which
+// needs a LibTorch with CUDA: ComputeDevice), on the CPU with gloo.
 //
 // Thread safety: Train() runs on one thread; `cancel` and the progress
 // counters may be touched from others; the callbacks run on Train()'s
 // thread.
 #pragma once
+
+#include <torch/types.h>
 
 #include <atomic>
 #include <cstdint>
@@ -69,5 +71,10 @@ struct TrainResult {
 };
 
 absl::StatusOr<TrainResult> Train(const TrainContext& context);
+
+// Where a rank of `backend` computes: cuda:`cuda_device` for NCCL, the CPU
+// for gloo. FAILED_PRECONDITION for NCCL when this LibTorch has no CUDA (an
+// nccl job never silently trains on the CPU).
+absl::StatusOr<torch::Device> ComputeDevice(Backend backend, int cuda_device);
 
 }  // namespace gradsync

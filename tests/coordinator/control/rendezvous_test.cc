@@ -234,8 +234,87 @@ TEST(BackendTest, ResolvedFromTheWorkersDevices) {
   ASSERT_TRUE(gpu.Heartbeat(&r).ok());
   const v1::Job waiting = c.Get(job.id());
   EXPECT_EQ(waiting.state(), v1::JOB_STATE_PENDING);
-  EXPECT_NE(waiting.message().find("1 of 2 idle have one"), std::string::npos)
+  EXPECT_NE(waiting.message().find("1 of 2 idle worker(s) have a GPU"),
+            std::string::npos)
       << waiting.message();
+}
+
+// One GPU per rank: three workers on a 2-GPU host that each see both GPUs
+// (no CUDA_VISIBLE_DEVICES) run at most two nccl ranks, on distinct GPUs,
+// across jobs too; the third waits with a reason that says why.
+TEST(BackendTest, AHostRunsNoMoreNcclRanksThanItHasGpus) {
+  TestCluster c;
+  const std::vector<std::string> both = {"GPU-aaaa", "GPU-bbbb"};
+  SimWorker w1(c.workers(), "host-a", both);
+  SimWorker w2(c.workers(), "host-a", both);
+  SimWorker w3(c.workers(), "host-a", both);
+  v1::JobSpec three = c.Spec(3);
+  three.set_backend(v1::BACKEND_NCCL);
+  v1::Job job = c.Submit(three);
+  v1::HeartbeatResponse r;
+  ASSERT_TRUE(w1.Heartbeat(&r).ok());
+  v1::Job waiting = c.Get(job.id());
+  EXPECT_EQ(waiting.state(), v1::JOB_STATE_PENDING);
+  EXPECT_NE(waiting.message().find("3 of 3 idle worker(s) have a GPU, 2 of "
+                                   "them a free one"),
+            std::string::npos)
+      << waiting.message();
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(job.id());
+  v1::Job ignored;
+  ASSERT_TRUE(c.jobs().CancelJob(Ctx().get(), cancel, &ignored).ok());
+
+  v1::JobSpec two = c.Spec(2);
+  two.set_backend(v1::BACKEND_NCCL);
+  job = c.Submit(two);
+  v1::Assignment a1 = w1.AwaitAssignment();
+  v1::Assignment a2 = w2.AwaitAssignment();
+  const v1::Job started = c.Get(job.id());
+  ASSERT_EQ(started.ranks_size(), 2);
+  EXPECT_NE(started.ranks(0).gpu(), started.ranks(1).gpu());
+  EXPECT_NE(a1.cuda_device(), a2.cuda_device());
+  for (const v1::Assignment* a : {&a1, &a2}) {
+    EXPECT_EQ(started.ranks(a->rank()).cuda_device(), a->cuda_device());
+    EXPECT_EQ(both[a->cuda_device()], started.ranks(a->rank()).gpu());
+  }
+
+  // Both GPUs are busy: a one-rank nccl job waits although w3 is idle.
+  v1::JobSpec one = c.Spec(1);
+  one.set_backend(v1::BACKEND_NCCL);
+  v1::Job second = c.Submit(one);
+  ASSERT_TRUE(w3.Heartbeat(&r).ok());
+  EXPECT_FALSE(r.action() == v1::ACTION_RUN);
+  waiting = c.Get(second.id());
+  EXPECT_EQ(waiting.state(), v1::JOB_STATE_PENDING);
+  EXPECT_NE(waiting.message().find("0 of them a free one"), std::string::npos)
+      << waiting.message();
+  // A gloo job may still use w3 (it computes on the CPU).
+  ASSERT_TRUE(w1.Complete(true).ok());
+  ASSERT_TRUE(w2.Complete(true).ok());
+  c.WaitForState(job.id(), v1::JOB_STATE_SUCCEEDED);
+  // The GPUs are free again: the waiting job starts.
+  v1::Assignment a3 = w3.AwaitAssignment();
+  EXPECT_EQ(a3.job_id(), second.id());
+  EXPECT_EQ(a3.backend(), v1::BACKEND_NCCL);
+}
+
+// A worker that restricts itself with CUDA_VISIBLE_DEVICES sees the host's
+// second GPU as its cuda:0; a worker seeing both then gets the first.
+TEST(BackendTest, EachRankUsesItsOwnWorkersDeviceIndex) {
+  TestCluster c;
+  SimWorker only_b(c.workers(), "host-a", std::vector<std::string>{"GPU-b"});
+  SimWorker both(c.workers(), "host-a",
+                 std::vector<std::string>{"GPU-a", "GPU-b"});
+  v1::JobSpec two = c.Spec(2);
+  two.set_backend(v1::BACKEND_NCCL);
+  v1::Job job = c.Submit(two);
+  v1::Assignment a = only_b.AwaitAssignment();
+  v1::Assignment b = both.AwaitAssignment();
+  EXPECT_EQ(a.cuda_device(), 0);
+  EXPECT_EQ(b.cuda_device(), 0);  // GPU-a, its own index 0
+  const v1::Job started = c.Get(job.id());
+  EXPECT_EQ(started.ranks(a.rank()).gpu(), "GPU-b");
+  EXPECT_EQ(started.ranks(b.rank()).gpu(), "GPU-a");
 }
 
 }  // namespace

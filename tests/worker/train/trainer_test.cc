@@ -214,3 +214,29 @@ TEST_F(TrainerTest, BadResumeRequestsFailClearly) {
 
 }  // namespace
 }  // namespace gradsync
+
+namespace gradsync {
+namespace {
+
+// An nccl rank never trains on the CPU: without CUDA in LibTorch it fails
+// with the reason (with CUDA it runs on the GPU it was given).
+TEST(ComputeDeviceTest, NcclNeedsALibTorchWithCuda) {
+  auto gloo = ComputeDevice(Backend::kGloo, 0);
+  ASSERT_TRUE(gloo.ok());
+  EXPECT_TRUE(gloo->is_cpu());
+  auto nccl = ComputeDevice(Backend::kNccl, 0);
+  if (torch::cuda::is_available()) {
+    ASSERT_TRUE(nccl.ok()) << nccl.status();
+    EXPECT_TRUE(nccl->is_cuda());
+    EXPECT_EQ(ComputeDevice(Backend::kNccl, 1000).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  } else {
+    EXPECT_EQ(nccl.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(nccl.status().message().find("LibTorch has no CUDA"),
+              std::string::npos)
+        << nccl.status();
+  }
+}
+
+}  // namespace
+}  // namespace gradsync
