@@ -26,6 +26,31 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
   return absl::InvalidArgumentError("unknown communicator backend");
 }
 
+namespace {
+
+// A collective that already ran.
+class DoneWork : public Work {
+ public:
+  DoneWork(absl::Status status, double ms)
+      : status_(std::move(status)), ms_(ms) {}
+  absl::Status Wait() override { return status_; }
+  double elapsed_ms() const override { return ms_; }
+
+ private:
+  const absl::Status status_;
+  const double ms_;
+};
+
+}  // namespace
+
+std::unique_ptr<Work> Communicator::AllReduceAsync(at::Tensor tensor,
+                                                   ReduceOp op) {
+  const absl::Time start = absl::Now();
+  absl::Status s = AllReduce(tensor, op);
+  return std::make_unique<DoneWork>(
+      std::move(s), absl::ToDoubleMilliseconds(absl::Now() - start));
+}
+
 absl::Status Communicator::CollectiveError(const std::string& op, int64_t seq,
                                            const absl::Status& cause) {
   const std::string mine = absl::StrCat("arrived/", seq, "/");

@@ -12,9 +12,11 @@
 // the ranks whose mark is missing. A failure that is not a timeout (a peer
 // closed its connection) is UNAVAILABLE, named the same way.
 //
-// Thread safety: one thread issues the collectives of a communicator (as
-// with gloo and NCCL communicators themselves); rank(), size(), sequence()
-// may be read from any thread.
+// Thread safety: one thread at a time issues the collectives of a
+// communicator (as with gloo and NCCL communicators themselves): the
+// reducer's launches from autograd hooks happen while the training thread
+// waits in backward(); rank(), size(), sequence() may be read from any
+// thread.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -48,6 +50,28 @@ struct CommOptions {
       0;  // NCCL: the GPU of this rank (see worker/comm/devices.h)
 };
 
+// A collective in flight, like c10d's Work. From gloo (and for CPU tensors)
+// the collective has already run when the Work is returned; from NCCL on a
+// CUDA tensor it has been enqueued on the communicator's stream after the
+// work the caller's current CUDA stream had enqueued (see
+// nccl/nccl_communicator.h), and nothing has waited for it.
+// Thread safety: one thread at a time.
+class Work {
+ public:
+  virtual ~Work() = default;
+  // Makes the calling thread's current CUDA stream wait for the collective
+  // without blocking the CPU (what c10d's Work::wait does for NCCL): kernels
+  // enqueued after this call see the result. No-op for CPU tensors.
+  virtual void OrderCurrentStream() {}
+  // Blocks the CPU until the collective has finished (OK), failed, or
+  // passed its deadline (the communicator is then aborted); the error is
+  // the communicator's, naming the operation, its sequence number and the
+  // ranks that did not arrive.
+  virtual absl::Status Wait() = 0;
+  // Milliseconds the collective itself took; known after Wait() is OK.
+  virtual double elapsed_ms() const = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -61,6 +85,11 @@ class Communicator {
   // tensors travel and are summed in 16 bits (each addition rounded from
   // float). kAverage divides by size() after the sum.
   virtual absl::Status AllReduce(at::Tensor& tensor, ReduceOp op) = 0;
+  // AllReduce without waiting: the result is in `tensor` once the Work is
+  // done (see Work). The Work keeps `tensor` alive. The default runs
+  // AllReduce before returning (gloo's collectives are synchronous; the
+  // reducer overlaps them on its own thread).
+  virtual std::unique_ptr<Work> AllReduceAsync(at::Tensor tensor, ReduceOp op);
   virtual absl::Status Broadcast(at::Tensor& tensor, int root) = 0;
   virtual absl::Status Barrier() = 0;
   // Every rank's `mine`, in rank order (small objects: metrics, checksums).

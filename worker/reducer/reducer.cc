@@ -21,11 +21,20 @@ absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(
     std::vector<torch::Tensor> params, Communicator* comm,
     ReducerOptions options) {
   if (comm == nullptr) return absl::InvalidArgumentError("reducer: no comm");
+  const torch::Device device =
+      params.empty() ? torch::Device(torch::kCPU) : params[0].device();
   for (const torch::Tensor& p : params) {
-    if (p.scalar_type() != torch::kFloat32 || !p.device().is_cpu()) {
-      return absl::InvalidArgumentError(
-          "reducer: parameters must be float32 CPU tensors for gloo");
+    if (p.scalar_type() != torch::kFloat32 || p.device() != device) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "reducer: parameters must be float32 and all on one device; found ",
+          c10::toString(p.scalar_type()), " on ", p.device().str(), " next to ",
+          device.str()));
     }
+  }
+  if (device.is_cuda() && comm->backend() != Backend::kNccl) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "reducer: parameters on ", device.str(), " need the nccl backend, not ",
+        BackendName(comm->backend())));
   }
   if (options.wire_dtype != torch::kFloat32 &&
       options.wire_dtype != torch::kHalf &&
@@ -35,6 +44,7 @@ absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(
   }
   std::unique_ptr<Reducer> r(
       new Reducer(std::move(params), comm, options.wire_dtype));
+  r->on_device_ = device.is_cuda();
   const int n = static_cast<int>(r->params_.size());
   r->bucket_of_.assign(n, -1);
   r->offset_of_.assign(n, 0);
@@ -71,6 +81,10 @@ absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(
     // On the parameters' device: CUDA buckets go to NCCL in place.
     bucket.flat = torch::zeros(
         {numel}, r->params_[bucket.params[0]].options().dtype(torch::kFloat));
+    if (r->on_device_ && options.wire_dtype != torch::kFloat32) {
+      bucket.wire = torch::empty(
+          {numel}, bucket.flat.options().dtype(options.wire_dtype));
+    }
   }
   // Post-hooks on the gradient accumulators fire once a parameter's .grad
   // holds this step's gradient.
@@ -86,7 +100,9 @@ absl::StatusOr<std::unique_ptr<Reducer>> Reducer::Create(
         }));
     r->accumulators_.push_back(std::move(acc));
   }
-  r->comm_thread_ = std::thread([raw = r.get()] { raw->CommLoop(); });
+  if (!r->on_device_) {
+    r->comm_thread_ = std::thread([raw = r.get()] { raw->CommLoop(); });
+  }
   return r;
 }
 
@@ -129,6 +145,7 @@ void Reducer::PrepareForBackward() {
   for (Bucket& b : buckets_) {
     b.pending = static_cast<int>(b.params.size());
     b.launched = b.done = false;
+    b.work.reset();
   }
   next_launch_ = 0;
   completed_ = 0;
@@ -166,10 +183,30 @@ void Reducer::LaunchReadyLocked() {
   while (next_launch_ < num_buckets() && buckets_[next_launch_].pending == 0) {
     buckets_[next_launch_].launched = true;
     if (!finalizing_) ++launched_during_backward_;
-    queue_.push_back(next_launch_++);
+    if (on_device_) {
+      LaunchOnDeviceLocked(buckets_[next_launch_++]);
+    } else {
+      queue_.push_back(next_launch_++);
+    }
   }
   // The communication thread waits on a condition over queue_: absl::Mutex
   // re-evaluates it when the lock is released, so no notify is needed.
+}
+
+void Reducer::LaunchOnDeviceLocked(Bucket& b) {
+  // Runs on the thread that completed the bucket (an autograd thread, or
+  // Finalize's); its current stream is the one the gradients were copied
+  // on, and AllReduceAsync orders the NCCL stream after it.
+  torch::NoGradGuard no_grad;
+  if (b.wire.defined()) {
+    // DDP's fp16/bf16 compress hook: divide in float32, then cast, both on
+    // the compute stream, into the bucket's persistent wire buffer.
+    b.flat.div_(comm_->size());
+    b.wire.copy_(b.flat);
+    b.work = comm_->AllReduceAsync(b.wire, ReduceOp::kSum);
+  } else {
+    b.work = comm_->AllReduceAsync(b.flat, ReduceOp::kAverage);
+  }
 }
 
 void Reducer::CommLoop() {
@@ -213,13 +250,44 @@ absl::Status Reducer::Finalize() {
   for (int i = 0; i < static_cast<int>(params_.size()); ++i) {
     if (bucket_of_[i] >= 0) MarkReadyLocked(i, /*has_grad=*/false);
   }
+  absl::Status s = on_device_ ? FinishOnDeviceLocked() : FinishOnCpuLocked();
+  exposed_ms_ = MsSince(start);
+  return s;
+}
+
+absl::Status Reducer::FinishOnCpuLocked() {
   auto all_done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return completed_ == num_buckets();
   };
   mu_.Await(absl::Condition(&all_done));
-  exposed_ms_ = MsSince(start);
   allreduce_ms_ = comm_ms_;
   if (!error_.ok()) return error_;
+  CopyBack();
+  return absl::OkStatus();
+}
+
+absl::Status Reducer::FinishOnDeviceLocked() {
+  torch::NoGradGuard no_grad;
+  // The compute stream waits for each bucket and takes its result; the CPU
+  // goes on enqueueing.
+  for (Bucket& b : buckets_) {
+    b.work->OrderCurrentStream();
+    if (b.wire.defined()) b.flat.copy_(b.wire);
+  }
+  CopyBack();
+  // The one CPU block of the step: the buckets share the NCCL stream, so
+  // once the last is done all are; each Wait reports its own failure.
+  absl::Status s;
+  allreduce_ms_ = 0;
+  for (Bucket& b : buckets_) {
+    absl::Status w = b.work->Wait();
+    if (!w.ok() && s.ok()) s = w;
+    allreduce_ms_ += b.work->elapsed_ms();
+  }
+  return s;
+}
+
+void Reducer::CopyBack() {
   torch::NoGradGuard no_grad;
   for (const Bucket& b : buckets_) {
     for (size_t k = 0; k < b.params.size(); ++k) {
@@ -229,7 +297,6 @@ absl::Status Reducer::Finalize() {
       p.mutable_grad().copy_(slice.view_as(p));
     }
   }
-  return absl::OkStatus();
 }
 
 }  // namespace gradsync

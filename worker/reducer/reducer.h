@@ -1,11 +1,23 @@
 // Reducer: DDP-style gradient averaging. Parameters are grouped into buckets
 // in reverse registration order (the order backward produces gradients):
 // the first bucket holds about first_bucket_cap_bytes, the others about
-// bucket_cap_bytes. An autograd post-hook on each parameter copies its
-// gradient into its bucket; when a bucket is complete (and every earlier
-// bucket has been launched, so all ranks launch in the same order) its
-// all-reduce starts on the communication thread while backward goes on.
-// Finalize() waits for the rest and writes the averaged gradients back.
+// bucket_cap_bytes. Buckets live on the parameters' device. An autograd
+// post-hook on each parameter copies its gradient into its bucket; when a
+// bucket is complete (and every earlier bucket has been launched, so all
+// ranks launch in the same order) its all-reduce starts while backward
+// goes on. Finalize() waits for the rest and writes the averaged gradients
+// back.
+//
+// CPU parameters (gloo): the all-reduces run one after another on the
+// reducer's communication thread.
+// CUDA parameters (NCCL), as c10d's reducer: the hook copies the gradient
+// on the current (compute) stream and launches the bucket's
+// Communicator::AllReduceAsync from the hook, which orders the NCCL stream
+// after that copy with an event and returns at once, so backward never
+// waits for a bucket. Finalize() makes the compute stream (not the CPU)
+// wait for each bucket, enqueues the copies back into .grad on it, then
+// blocks the CPU once, polling the last bucket against the deadline (which
+// is how a dead peer or an NCCL error surfaces within the step).
 //
 // Use per step: PrepareForBackward(); loss.backward(); Finalize(). With
 // set_require_sync(false) (gradient accumulation) hooks do nothing and
@@ -40,8 +52,9 @@ struct ReducerOptions {
 
 class Reducer {
  public:
-  // `params`: the model's parameters in registration order; `comm` must
-  // outlive the reducer.
+  // `params`: the model's float32 parameters in registration order, all on
+  // the CPU or all on one GPU (then `comm` must be NCCL on that GPU); `comm`
+  // must outlive the reducer.
   static absl::StatusOr<std::unique_ptr<Reducer>> Create(
       std::vector<torch::Tensor> params, Communicator* comm,
       ReducerOptions options);
@@ -77,6 +90,8 @@ class Reducer {
     std::vector<int> params;
     std::vector<int64_t> offsets;
     torch::Tensor flat;
+    torch::Tensor wire;          // CUDA with compression: what NCCL sums
+    std::unique_ptr<Work> work;  // CUDA: this step's all-reduce
     int pending = 0;
     bool launched = false;
     bool done = false;
@@ -89,11 +104,20 @@ class Reducer {
   void MarkReadyLocked(int param, bool has_grad)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LaunchReadyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // CUDA: enqueues bucket b's all-reduce (after its wire cast) on the
+  // communicator's stream.
+  void LaunchOnDeviceLocked(Bucket& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CommLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // The second half of Finalize() for each kind of parameter.
+  absl::Status FinishOnCpuLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status FinishOnDeviceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes every bucket's averaged gradients into the parameters' .grad.
+  void CopyBack();
 
   std::vector<torch::Tensor> params_;
   Communicator* comm_;
   const torch::ScalarType wire_dtype_;
+  bool on_device_ = false;  // CUDA parameters (fixed at Create)
   std::vector<Bucket> buckets_;
   std::vector<int> bucket_of_;      // param -> bucket
   std::vector<int64_t> offset_of_;  // param -> offset in its bucket

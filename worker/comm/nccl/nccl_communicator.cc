@@ -3,14 +3,29 @@
 // Bootstrap: rank 0 creates the ncclUniqueId and publishes it in the job's
 // store; the others read it there (ProcessGroupNCCL's broadcastUniqueNCCLID).
 // The communicator is non-blocking (ncclConfig_t.blocking = 0), so
-// initialisation and every collective are polled against the deadline; on
-// expiry the communicator is aborted with ncclCommAbort, never left
-// hanging, and later calls fail at once.
+// initialisation and every enqueue are polled against the deadline.
 //
-// Tensors: CUDA tensors are used in place. CPU tensors (what a CPU-only
-// LibTorch build has) are staged through one reused device buffer: copied
-// up, reduced by NCCL, copied back. Either way the call returns once the
-// result is in `tensor`.
+// Streams (as ProcessGroupNCCL): collectives run on the communicator's own
+// non-blocking stream. Before each launch on a CUDA tensor the NCCL stream
+// waits on an event recorded on the caller's current LibTorch stream, so
+// it never reads a tensor that compute is still writing; the caching
+// allocator is told the tensor is in use on the NCCL stream (recordStream).
+// After the launch an end event is recorded; Work::OrderCurrentStream makes
+// the caller's stream wait on it (no CPU block) and Work::Wait polls it.
+//
+// Errors (ProcessGroupNCCL's watchdog, done by whoever waits): Wait polls
+// the end event, ncclCommGetAsyncError and the deadline (timeout from the
+// launch). On an NCCL error or expiry the communicator is aborted
+// (ncclCommAbort, which returns even while a peer is dead or stopped and
+// kernels spin), and it fails every later call at once.
+//
+// CPU tensors (evaluation counts, checksums, the resume broadcast) are
+// staged through pinned host memory and a device buffer, all copies
+// asynchronous on the NCCL stream, so the host never blocks inside a CUDA
+// call that a dead peer could hold up: it only polls the end event.
+//
+// Teardown: ncclCommFinalize (flushes outstanding work), polled against
+// the deadline, then ncclCommDestroy; a failed or late finalize aborts.
 #include "worker/comm/nccl/nccl_communicator.h"
 
 #include "absl/strings/str_cat.h"
@@ -25,8 +40,11 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <thread>
+
+#include "worker/comm/nccl/torch_stream.h"
 #endif
 
 namespace gradsync {
@@ -57,6 +75,56 @@ absl::StatusOr<ncclDataType_t> NcclType(const at::Tensor& t) {
   }
 }
 
+// Sleeps between polls: short at first (collectives of small buckets end in
+// microseconds), longer while a collective goes on.
+void PollPause(int polls) {
+  std::this_thread::sleep_for(
+      std::chrono::microseconds(polls < 1000 ? 10 : 100));
+}
+
+class NcclCommunicator;
+
+// One enqueued collective. `events` are the start and end events recorded
+// on the NCCL stream (timing enabled); `host` is the CPU tensor to copy the
+// staged result into, undefined for CUDA tensors.
+class NcclWork : public Work {
+ public:
+  NcclWork(NcclCommunicator* comm, std::string op, int64_t seq,
+           at::Tensor tensor, at::Tensor host, cudaEvent_t start,
+           cudaEvent_t end, absl::Time deadline, absl::Status launched)
+      : comm_(comm),
+        op_(std::move(op)),
+        seq_(seq),
+        tensor_(std::move(tensor)),
+        host_(std::move(host)),
+        start_(start),
+        end_(end),
+        deadline_(deadline),
+        status_(std::move(launched)) {}
+  ~NcclWork() override {
+    // Safe while pending: CUDA releases a recorded event once it completes.
+    if (start_ != nullptr) cudaEventDestroy(start_);
+    if (end_ != nullptr) cudaEventDestroy(end_);
+  }
+
+  void OrderCurrentStream() override;
+  absl::Status Wait() override;
+  double elapsed_ms() const override { return elapsed_ms_; }
+
+ private:
+  NcclCommunicator* const comm_;
+  const std::string op_;
+  const int64_t seq_;
+  const at::Tensor tensor_;  // kept alive until the Work is gone
+  const at::Tensor host_;
+  cudaEvent_t start_;
+  cudaEvent_t end_;
+  const absl::Time deadline_;
+  absl::Status status_;  // the launch's; then the completion's
+  bool waited_ = false;
+  double elapsed_ms_ = 0;
+};
+
 class NcclCommunicator : public Communicator {
  public:
   explicit NcclCommunicator(const CommOptions& o)
@@ -65,18 +133,16 @@ class NcclCommunicator : public Communicator {
 
   ~NcclCommunicator() override {
     cudaSetDevice(device_);
-    if (comm_ != nullptr) {
-      if (aborted_) {
-        // ncclCommAbort already freed it.
-      } else {
-        ncclCommDestroy(comm_);
-      }
-    }
+    Shutdown();
+    if (ready_ != nullptr) cudaEventDestroy(ready_);
     if (staging_ != nullptr) cudaFree(staging_);
+    if (pinned_ != nullptr) cudaFreeHost(pinned_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
   Backend backend() const override { return Backend::kNccl; }
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
 
   // Publishes or reads the unique id, then initialises the communicator.
   absl::Status Connect() {
@@ -87,6 +153,11 @@ class NcclCommunicator : public Communicator {
             cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
         e != cudaSuccess) {
       return CudaError("create stream", e);
+    }
+    if (cudaError_t e =
+            cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming);
+        e != cudaSuccess) {
+      return CudaError("create event", e);
     }
     ncclUniqueId id;
     if (rank_ == 0) {
@@ -118,35 +189,46 @@ class NcclCommunicator : public Communicator {
       return absl::UnavailableError(absl::StrCat(
           "nccl: ncclCommInitRankConfig: ", ncclGetErrorString(r)));
     }
-    return WaitComm("init", 0);  // not a collective: sequence stays 0
+    // Not a collective: the sequence stays 0.
+    return WaitEnqueued("init", 0, absl::Now() + timeout_);
+  }
+
+  std::unique_ptr<Work> AllReduceAsync(at::Tensor tensor,
+                                       ReduceOp op) override {
+    const int64_t seq = Enter();
+    auto type = NcclType(tensor);
+    if (!type.ok()) return Failed("allreduce", seq, type.status());
+    if (!tensor.is_cuda()) {
+      // Staged through the one pinned buffer: finish before returning.
+      std::unique_ptr<Work> work = Launch("allreduce", seq, tensor, op, *type);
+      (void)work->Wait();  // the Work keeps the outcome
+      return work;
+    }
+    return Launch("allreduce", seq, tensor, op, *type);
   }
 
   absl::Status AllReduce(at::Tensor& tensor, ReduceOp op) override {
-    auto type = NcclType(tensor);
-    if (!type.ok()) return type.status();
-    return Run("allreduce", tensor, [&](void* buf) {
-      return ncclAllReduce(buf, buf, tensor.numel(), *type,
-                           op == ReduceOp::kAverage ? ncclAvg : ncclSum, comm_,
-                           stream_);
-    });
+    return Finish(AllReduceAsync(tensor, op));
   }
 
   absl::Status Broadcast(at::Tensor& tensor, int root) override {
+    const int64_t seq = Enter();
     if (root < 0 || root >= size_) {
       return absl::InvalidArgumentError(
           absl::StrCat("broadcast root ", root, " outside [0, ", size_, ")"));
     }
     const size_t bytes = tensor.numel() * tensor.element_size();
-    return Run("broadcast", tensor, [&](void* buf) {
+    return Finish(Enqueue("broadcast", seq, tensor, [&](void* buf) {
       return ncclBroadcast(buf, buf, bytes, ncclUint8, root, comm_, stream_);
-    });
+    }));
   }
 
   absl::Status Barrier() override {
+    const int64_t seq = Enter();
     at::Tensor one = at::ones({1}, at::kFloat);
-    return Run("barrier", one, [&](void* buf) {
+    return Finish(Enqueue("barrier", seq, one, [&](void* buf) {
       return ncclAllReduce(buf, buf, 1, ncclFloat, ncclSum, comm_, stream_);
-    });
+    }));
   }
 
   absl::StatusOr<std::vector<std::string>> AllGather(
@@ -163,11 +245,12 @@ class NcclCommunicator : public Communicator {
     at::Tensor all = at::zeros({size_ * stride}, at::kByte);
     std::memcpy(static_cast<char*>(all.data_ptr()) + rank_ * stride,
                 mine.data(), mine.size());
+    const int64_t seq = Enter();
     // In place: this rank's slot of the result is its send buffer.
-    absl::Status s = Run("allgather", all, [&](void* buf) {
+    absl::Status s = Finish(Enqueue("allgather", seq, all, [&](void* buf) {
       return ncclAllGather(static_cast<char*>(buf) + rank_ * stride, buf,
                            stride, ncclUint8, comm_, stream_);
-    });
+    }));
     if (!s.ok()) return s;
     std::vector<std::string> out(size_);
     for (int r = 0; r < size_; ++r) {
@@ -177,66 +260,166 @@ class NcclCommunicator : public Communicator {
     return out;
   }
 
- private:
-  // Runs one collective on `tensor` (in place on the device for CUDA
-  // tensors, staged for CPU ones) and waits for it within the deadline.
-  template <typename Launch>
-  absl::Status Run(const std::string& op, at::Tensor& tensor, Launch launch) {
-    const int64_t seq = Enter();
-    if (aborted_) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("nccl: ", op, " #", seq,
-                       ": the communicator was aborted after an "
-                       "earlier failure"));
-    }
-    if (!tensor.is_contiguous()) {
-      return absl::InvalidArgumentError("nccl needs a contiguous tensor");
-    }
-    const size_t bytes = tensor.numel() * tensor.element_size();
-    if (bytes == 0) return absl::OkStatus();
-    cudaSetDevice(device_);
-    void* buf = tensor.data_ptr();
-    const bool staged = !tensor.is_cuda();
-    if (staged) {
-      if (absl::Status s = Reserve(bytes); !s.ok()) return s;
-      buf = staging_;
-      if (cudaError_t e = cudaMemcpyAsync(buf, tensor.data_ptr(), bytes,
-                                          cudaMemcpyHostToDevice, stream_);
-          e != cudaSuccess) {
-        return CudaError("copy to device", e);
+  // Polls `end` until it completes, NCCL reports an error or `deadline`
+  // passes; aborts the communicator on failure.
+  absl::Status WaitEvent(const std::string& op, int64_t seq, cudaEvent_t end,
+                         absl::Time deadline) {
+    for (int polls = 0;; ++polls) {
+      const cudaError_t e = cudaEventQuery(end);
+      if (e == cudaSuccess) return absl::OkStatus();
+      if (e != cudaErrorNotReady) {
+        return Fail(op, seq, absl::StrCat("CUDA: ", cudaGetErrorString(e)));
       }
-    }
-    ncclResult_t r = launch(buf);
-    if (r != ncclSuccess && r != ncclInProgress) {
-      return Fail(op, seq, ncclGetErrorString(r));
-    }
-    if (absl::Status s = WaitComm(op, seq); !s.ok()) return s;
-    if (staged) {
-      if (cudaError_t e = cudaMemcpyAsync(tensor.data_ptr(), buf, bytes,
-                                          cudaMemcpyDeviceToHost, stream_);
-          e != cudaSuccess) {
-        return CudaError("copy to host", e);
+      if (aborted_) return Aborted(op, seq);
+      ncclResult_t state = ncclSuccess;
+      ncclCommGetAsyncError(comm_, &state);
+      if (state != ncclSuccess && state != ncclInProgress) {
+        return Fail(op, seq, ncclGetLastError(comm_));
       }
+      if (absl::Now() > deadline) return Expire(op, seq);
+      PollPause(polls);
     }
-    return WaitStream(op, seq);
   }
 
+  // Copies the staged result of a finished collective into `host`.
+  void CopyOut(const at::Tensor& host) {
+    std::memcpy(host.data_ptr(), pinned_, host.numel() * host.element_size());
+  }
+
+ private:
+  std::unique_ptr<Work> Launch(const std::string& op, int64_t seq,
+                               at::Tensor& tensor, ReduceOp reduce,
+                               ncclDataType_t type) {
+    return Enqueue(op, seq, tensor, [&](void* buf) {
+      return ncclAllReduce(buf, buf, tensor.numel(), type,
+                           reduce == ReduceOp::kAverage ? ncclAvg : ncclSum,
+                           comm_, stream_);
+    });
+  }
+
+  // Enqueues one collective on `tensor` (in place on the device for CUDA
+  // tensors, staged for CPU ones) ordered after the caller's stream, and
+  // returns its Work; nothing waits for the kernels.
+  template <typename LaunchFn>
+  std::unique_ptr<Work> Enqueue(const std::string& op, int64_t seq,
+                                at::Tensor tensor, LaunchFn launch) {
+    const absl::Time deadline = absl::Now() + timeout_;
+    if (aborted_) return Failed(op, seq, Aborted(op, seq));
+    if (!tensor.is_contiguous()) {
+      return Failed(
+          op, seq,
+          absl::InvalidArgumentError("nccl needs a contiguous tensor"));
+    }
+    const bool staged = !tensor.is_cuda();
+    if (!staged && tensor.get_device() != device_) {
+      return Failed(op, seq,
+                    absl::InvalidArgumentError(absl::StrFormat(
+                        "nccl: tensor on cuda:%d, communicator on cuda:%d",
+                        tensor.get_device(), device_)));
+    }
+    cudaSetDevice(device_);
+    cudaEvent_t start = nullptr, end = nullptr;
+    if (cudaError_t e = cudaEventCreate(&start); e != cudaSuccess) {
+      return Failed(op, seq, CudaError("create event", e));
+    }
+    if (cudaError_t e = cudaEventCreate(&end); e != cudaSuccess) {
+      cudaEventDestroy(start);
+      return Failed(op, seq, CudaError("create event", e));
+    }
+    const size_t bytes = tensor.numel() * tensor.element_size();
+    void* buf = tensor.data_ptr();
+    absl::Status s;
+    if (staged) {
+      s = Reserve(bytes);
+      if (s.ok()) {
+        buf = staging_;
+        std::memcpy(pinned_, tensor.data_ptr(), bytes);
+        // From pinned memory the copy is asynchronous: it cannot block the
+        // host behind a collective that never ends.
+        if (cudaError_t e = cudaMemcpyAsync(buf, pinned_, bytes,
+                                            cudaMemcpyHostToDevice, stream_);
+            e != cudaSuccess) {
+          s = CudaError("copy to device", e);
+        }
+      }
+    } else {
+      // The NCCL stream waits for what compute enqueued so far (the writes
+      // of `tensor` among it); the allocator keeps `tensor`'s memory until
+      // the NCCL stream is past this point.
+      const cudaStream_t compute = CurrentTorchStream(device_);
+      cudaError_t e = cudaEventRecord(ready_, compute);
+      if (e == cudaSuccess) e = cudaStreamWaitEvent(stream_, ready_, 0);
+      if (e != cudaSuccess) s = CudaError("order after the compute stream", e);
+      RecordStream(tensor, stream_, device_);
+    }
+    if (s.ok()) {
+      cudaEventRecord(start, stream_);
+      const ncclResult_t r = bytes == 0 ? ncclSuccess : launch(buf);
+      if (r != ncclSuccess && r != ncclInProgress) {
+        s = Fail(op, seq, ncclGetErrorString(r));
+      } else if (bytes > 0) {
+        s = WaitEnqueued(op, seq, deadline);
+      }
+    }
+    if (s.ok() && staged) {
+      if (cudaError_t e = cudaMemcpyAsync(pinned_, buf, bytes,
+                                          cudaMemcpyDeviceToHost, stream_);
+          e != cudaSuccess) {
+        s = CudaError("copy to host", e);
+      }
+    }
+    if (s.ok()) {
+      if (cudaError_t e = cudaEventRecord(end, stream_); e != cudaSuccess) {
+        s = CudaError("record event", e);
+      }
+    }
+    return std::make_unique<NcclWork>(this, op, seq, tensor,
+                                      staged ? tensor : at::Tensor(), start,
+                                      end, deadline, std::move(s));
+  }
+
+  // A Work that already failed with `s`.
+  std::unique_ptr<Work> Failed(const std::string& op, int64_t seq,
+                               absl::Status s) {
+    return std::make_unique<NcclWork>(this, op, seq, at::Tensor(), at::Tensor(),
+                                      nullptr, nullptr, absl::InfiniteFuture(),
+                                      std::move(s));
+  }
+
+  // The synchronous form: wait on the CPU (a caller that reads the result
+  // next, or that must know the outcome now).
+  static absl::Status Finish(std::unique_ptr<Work> work) {
+    return work->Wait();
+  }
+
+  // Staging for CPU tensors: pinned host and device buffers, grown (to a
+  // power of two, at least 1 MiB) only between collectives, when nothing
+  // of this communicator is in flight.
   absl::Status Reserve(size_t bytes) {
     if (bytes <= staging_bytes_) return absl::OkStatus();
+    size_t want = size_t{1} << 20;
+    while (want < bytes) want <<= 1;
     if (staging_ != nullptr) cudaFree(staging_);
+    if (pinned_ != nullptr) cudaFreeHost(pinned_);
     staging_ = nullptr;
+    pinned_ = nullptr;
     staging_bytes_ = 0;
-    if (cudaError_t e = cudaMalloc(&staging_, bytes); e != cudaSuccess) {
-      return CudaError(absl::StrCat("allocate ", bytes, " staging bytes"), e);
+    if (cudaError_t e = cudaMalloc(&staging_, want); e != cudaSuccess) {
+      return CudaError(absl::StrCat("allocate ", want, " staging bytes"), e);
     }
-    staging_bytes_ = bytes;
+    if (cudaError_t e = cudaHostAlloc(&pinned_, want, cudaHostAllocDefault);
+        e != cudaSuccess) {
+      return CudaError(absl::StrCat("pin ", want, " staging bytes"), e);
+    }
+    staging_bytes_ = want;
     return absl::OkStatus();
   }
 
-  // Polls the communicator until the enqueue (or init) has completed.
-  absl::Status WaitComm(const std::string& op, int64_t seq) {
-    const absl::Time deadline = absl::Now() + timeout_;
-    while (true) {
+  // Polls the non-blocking communicator until the last call (init or an
+  // enqueue) has completed.
+  absl::Status WaitEnqueued(const std::string& op, int64_t seq,
+                            absl::Time deadline) {
+    for (int polls = 0;; ++polls) {
       ncclResult_t state = ncclSuccess;
       ncclCommGetAsyncError(comm_, &state);
       if (state == ncclSuccess) return absl::OkStatus();
@@ -244,24 +427,7 @@ class NcclCommunicator : public Communicator {
         return Fail(op, seq, ncclGetLastError(comm_));
       }
       if (absl::Now() > deadline) return Expire(op, seq);
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-  }
-
-  // Polls the stream until the collective's kernels have finished.
-  absl::Status WaitStream(const std::string& op, int64_t seq) {
-    const absl::Time deadline = absl::Now() + timeout_;
-    while (true) {
-      const cudaError_t e = cudaStreamQuery(stream_);
-      if (e == cudaSuccess) return absl::OkStatus();
-      if (e != cudaErrorNotReady) return CudaError(op, e);
-      ncclResult_t state = ncclSuccess;
-      ncclCommGetAsyncError(comm_, &state);
-      if (state != ncclSuccess && state != ncclInProgress) {
-        return Fail(op, seq, ncclGetLastError(comm_));
-      }
-      if (absl::Now() > deadline) return Expire(op, seq);
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      PollPause(polls);
     }
   }
 
@@ -281,19 +447,62 @@ class NcclCommunicator : public Communicator {
             absl::StrCat("NCCL error: ", cause, "; communicator aborted")));
   }
 
+  absl::Status Aborted(const std::string& op, int64_t seq) const {
+    return absl::FailedPreconditionError(
+        absl::StrCat("nccl: ", op, " #", seq,
+                     ": the communicator was aborted after an earlier "
+                     "failure"));
+  }
+
   void Abort() {
-    if (aborted_ || comm_ == nullptr) return;
-    aborted_ = true;
+    if (comm_ == nullptr || aborted_.exchange(true)) return;
     ncclCommAbort(comm_);
+  }
+
+  // Finalize (outstanding work completes), then destroy; abort instead if
+  // finalizing fails or outlasts the deadline.
+  void Shutdown() {
+    if (comm_ == nullptr || aborted_) return;
+    const absl::Time deadline = absl::Now() + timeout_;
+    ncclResult_t r = ncclCommFinalize(comm_);
+    for (int polls = 0; r == ncclInProgress && absl::Now() < deadline;
+         ++polls) {
+      PollPause(polls);
+      ncclCommGetAsyncError(comm_, &r);
+    }
+    if (r == ncclSuccess) {
+      ncclCommDestroy(comm_);
+    } else {
+      Abort();
+    }
+    comm_ = nullptr;
   }
 
   const int device_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  void* staging_ = nullptr;
+  cudaEvent_t ready_ = nullptr;  // recorded on the compute stream per launch
+  void* staging_ = nullptr;      // device
+  void* pinned_ = nullptr;       // host, page-locked
   size_t staging_bytes_ = 0;
-  bool aborted_ = false;
+  std::atomic<bool> aborted_{false};
 };
+
+void NcclWork::OrderCurrentStream() {
+  if (!status_.ok() || end_ == nullptr || host_.defined()) return;
+  cudaStreamWaitEvent(CurrentTorchStream(comm_->device()), end_, 0);
+}
+
+absl::Status NcclWork::Wait() {
+  if (waited_ || !status_.ok()) return status_;
+  waited_ = true;
+  status_ = comm_->WaitEvent(op_, seq_, end_, deadline_);
+  if (!status_.ok()) return status_;
+  float ms = 0;
+  if (cudaEventElapsedTime(&ms, start_, end_) == cudaSuccess) elapsed_ms_ = ms;
+  if (host_.defined()) comm_->CopyOut(host_);
+  return status_;
+}
 
 }  // namespace
 #endif  // GRADSYNC_WITH_NCCL
