@@ -84,19 +84,18 @@ void PollPause(int polls) {
 
 class NcclCommunicator;
 
-// One enqueued collective. `events` are the start and end events recorded
-// on the NCCL stream (timing enabled); `host` is the CPU tensor to copy the
-// staged result into, undefined for CUDA tensors.
+// One enqueued collective on `tensor`. `start` and `end` are recorded on
+// the NCCL stream (timing enabled). A CPU `tensor` was staged: Wait copies
+// the result into it.
 class NcclWork : public Work {
  public:
   NcclWork(NcclCommunicator* comm, std::string op, int64_t seq,
-           at::Tensor tensor, at::Tensor host, cudaEvent_t start,
-           cudaEvent_t end, absl::Time deadline, absl::Status launched)
+           at::Tensor tensor, cudaEvent_t start, cudaEvent_t end,
+           absl::Time deadline, absl::Status launched)
       : comm_(comm),
         op_(std::move(op)),
         seq_(seq),
         tensor_(std::move(tensor)),
-        host_(std::move(host)),
         start_(start),
         end_(end),
         deadline_(deadline),
@@ -116,7 +115,6 @@ class NcclWork : public Work {
   const std::string op_;
   const int64_t seq_;
   const at::Tensor tensor_;  // kept alive until the Work is gone
-  const at::Tensor host_;
   cudaEvent_t start_;
   cudaEvent_t end_;
   const absl::Time deadline_;
@@ -142,7 +140,6 @@ class NcclCommunicator : public Communicator {
 
   Backend backend() const override { return Backend::kNccl; }
   int device() const { return device_; }
-  cudaStream_t stream() const { return stream_; }
 
   // Publishes or reads the unique id, then initialises the communicator.
   absl::Status Connect() {
@@ -198,17 +195,22 @@ class NcclCommunicator : public Communicator {
     const int64_t seq = Enter();
     auto type = NcclType(tensor);
     if (!type.ok()) return Failed("allreduce", seq, type.status());
-    if (!tensor.is_cuda()) {
-      // Staged through the one pinned buffer: finish before returning.
-      std::unique_ptr<Work> work = Launch("allreduce", seq, tensor, op, *type);
-      (void)work->Wait();  // the Work keeps the outcome
-      return work;
-    }
-    return Launch("allreduce", seq, tensor, op, *type);
+    std::unique_ptr<Work> work =
+        Enqueue("allreduce", seq, tensor, [&](void* buf) {
+          return ncclAllReduce(buf, buf, tensor.numel(), *type,
+                               op == ReduceOp::kAverage ? ncclAvg : ncclSum,
+                               comm_, stream_);
+        });
+    // Staged through the one pinned buffer: finish before returning (the
+    // Work keeps the outcome).
+    if (!tensor.is_cuda()) (void)work->Wait();
+    return work;
   }
 
+  // The synchronous collectives wait on the CPU: their callers read the
+  // result next.
   absl::Status AllReduce(at::Tensor& tensor, ReduceOp op) override {
-    return Finish(AllReduceAsync(tensor, op));
+    return AllReduceAsync(tensor, op)->Wait();
   }
 
   absl::Status Broadcast(at::Tensor& tensor, int root) override {
@@ -218,17 +220,23 @@ class NcclCommunicator : public Communicator {
           absl::StrCat("broadcast root ", root, " outside [0, ", size_, ")"));
     }
     const size_t bytes = tensor.numel() * tensor.element_size();
-    return Finish(Enqueue("broadcast", seq, tensor, [&](void* buf) {
-      return ncclBroadcast(buf, buf, bytes, ncclUint8, root, comm_, stream_);
-    }));
+    return Enqueue("broadcast", seq, tensor,
+                   [&](void* buf) {
+                     return ncclBroadcast(buf, buf, bytes, ncclUint8, root,
+                                          comm_, stream_);
+                   })
+        ->Wait();
   }
 
   absl::Status Barrier() override {
     const int64_t seq = Enter();
     at::Tensor one = at::ones({1}, at::kFloat);
-    return Finish(Enqueue("barrier", seq, one, [&](void* buf) {
-      return ncclAllReduce(buf, buf, 1, ncclFloat, ncclSum, comm_, stream_);
-    }));
+    return Enqueue("barrier", seq, one,
+                   [&](void* buf) {
+                     return ncclAllReduce(buf, buf, 1, ncclFloat, ncclSum,
+                                          comm_, stream_);
+                   })
+        ->Wait();
   }
 
   absl::StatusOr<std::vector<std::string>> AllGather(
@@ -247,10 +255,11 @@ class NcclCommunicator : public Communicator {
                 mine.data(), mine.size());
     const int64_t seq = Enter();
     // In place: this rank's slot of the result is its send buffer.
-    absl::Status s = Finish(Enqueue("allgather", seq, all, [&](void* buf) {
-      return ncclAllGather(static_cast<char*>(buf) + rank_ * stride, buf,
-                           stride, ncclUint8, comm_, stream_);
-    }));
+    absl::Status s =
+        Enqueue("allgather", seq, all, [&](void* buf) {
+          return ncclAllGather(static_cast<char*>(buf) + rank_ * stride, buf,
+                               stride, ncclUint8, comm_, stream_);
+        })->Wait();
     if (!s.ok()) return s;
     std::vector<std::string> out(size_);
     for (int r = 0; r < size_; ++r) {
@@ -264,21 +273,11 @@ class NcclCommunicator : public Communicator {
   // passes; aborts the communicator on failure.
   absl::Status WaitEvent(const std::string& op, int64_t seq, cudaEvent_t end,
                          absl::Time deadline) {
-    for (int polls = 0;; ++polls) {
+    return Poll(op, seq, deadline, [end](ncclResult_t) -> absl::StatusOr<bool> {
       const cudaError_t e = cudaEventQuery(end);
-      if (e == cudaSuccess) return absl::OkStatus();
-      if (e != cudaErrorNotReady) {
-        return Fail(op, seq, absl::StrCat("CUDA: ", cudaGetErrorString(e)));
-      }
-      if (aborted_) return Aborted(op, seq);
-      ncclResult_t state = ncclSuccess;
-      ncclCommGetAsyncError(comm_, &state);
-      if (state != ncclSuccess && state != ncclInProgress) {
-        return Fail(op, seq, ncclGetLastError(comm_));
-      }
-      if (absl::Now() > deadline) return Expire(op, seq);
-      PollPause(polls);
-    }
+      if (e == cudaSuccess || e == cudaErrorNotReady) return e == cudaSuccess;
+      return absl::InternalError(absl::StrCat("CUDA: ", cudaGetErrorString(e)));
+    });
   }
 
   // Copies the staged result of a finished collective into `host`.
@@ -287,16 +286,6 @@ class NcclCommunicator : public Communicator {
   }
 
  private:
-  std::unique_ptr<Work> Launch(const std::string& op, int64_t seq,
-                               at::Tensor& tensor, ReduceOp reduce,
-                               ncclDataType_t type) {
-    return Enqueue(op, seq, tensor, [&](void* buf) {
-      return ncclAllReduce(buf, buf, tensor.numel(), type,
-                           reduce == ReduceOp::kAverage ? ncclAvg : ncclSum,
-                           comm_, stream_);
-    });
-  }
-
   // Enqueues one collective on `tensor` (in place on the device for CUDA
   // tensors, staged for CPU ones) ordered after the caller's stream, and
   // returns its Work; nothing waits for the kernels.
@@ -373,23 +362,16 @@ class NcclCommunicator : public Communicator {
         s = CudaError("record event", e);
       }
     }
-    return std::make_unique<NcclWork>(this, op, seq, tensor,
-                                      staged ? tensor : at::Tensor(), start,
-                                      end, deadline, std::move(s));
+    return std::make_unique<NcclWork>(this, op, seq, tensor, start, end,
+                                      deadline, std::move(s));
   }
 
   // A Work that already failed with `s`.
   std::unique_ptr<Work> Failed(const std::string& op, int64_t seq,
                                absl::Status s) {
-    return std::make_unique<NcclWork>(this, op, seq, at::Tensor(), at::Tensor(),
-                                      nullptr, nullptr, absl::InfiniteFuture(),
+    return std::make_unique<NcclWork>(this, op, seq, at::Tensor(), nullptr,
+                                      nullptr, absl::InfiniteFuture(),
                                       std::move(s));
-  }
-
-  // The synchronous form: wait on the CPU (a caller that reads the result
-  // next, or that must know the outcome now).
-  static absl::Status Finish(std::unique_ptr<Work> work) {
-    return work->Wait();
   }
 
   // Staging for CPU tensors: pinned host and device buffers, grown (to a
@@ -419,11 +401,28 @@ class NcclCommunicator : public Communicator {
   // enqueue) has completed.
   absl::Status WaitEnqueued(const std::string& op, int64_t seq,
                             absl::Time deadline) {
+    return Poll(op, seq, deadline,
+                [](ncclResult_t state) -> absl::StatusOr<bool> {
+                  return state == ncclSuccess;
+                });
+  }
+
+  // The one polling loop: `finished(state)` (given the communicator's async
+  // state) says whether the awaited work is done, or fails the wait; until
+  // then an NCCL error, an abort or the deadline ends it (aborting the
+  // communicator).
+  template <typename Finished>
+  absl::Status Poll(const std::string& op, int64_t seq, absl::Time deadline,
+                    Finished finished) {
     for (int polls = 0;; ++polls) {
       ncclResult_t state = ncclSuccess;
       ncclCommGetAsyncError(comm_, &state);
-      if (state == ncclSuccess) return absl::OkStatus();
-      if (state != ncclInProgress) {
+      const absl::StatusOr<bool> done = finished(state);
+      if (!done.ok())
+        return Fail(op, seq, std::string(done.status().message()));
+      if (*done) return absl::OkStatus();
+      if (aborted_) return Aborted(op, seq);
+      if (state != ncclSuccess && state != ncclInProgress) {
         return Fail(op, seq, ncclGetLastError(comm_));
       }
       if (absl::Now() > deadline) return Expire(op, seq);
@@ -489,7 +488,7 @@ class NcclCommunicator : public Communicator {
 };
 
 void NcclWork::OrderCurrentStream() {
-  if (!status_.ok() || end_ == nullptr || host_.defined()) return;
+  if (!status_.ok() || end_ == nullptr || !tensor_.is_cuda()) return;
   cudaStreamWaitEvent(CurrentTorchStream(comm_->device()), end_, 0);
 }
 
@@ -500,7 +499,7 @@ absl::Status NcclWork::Wait() {
   if (!status_.ok()) return status_;
   float ms = 0;
   if (cudaEventElapsedTime(&ms, start_, end_) == cudaSuccess) elapsed_ms_ = ms;
-  if (host_.defined()) comm_->CopyOut(host_);
+  if (!tensor_.is_cuda()) comm_->CopyOut(tensor_);
   return status_;
 }
 
