@@ -3,11 +3,15 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <opencv2/core/utility.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "gradsync/config.h"
+
+#if GRADSYNC_WITH_OPENCV
+#include <opencv2/core/utility.hpp>
+#endif
 
 namespace gradsync {
 namespace {
@@ -31,7 +35,9 @@ absl::StatusOr<std::unique_ptr<BatchLoader>> BatchLoader::Create(
   }
   // The loader threads are the parallelism: OpenCV's own thread pool inside
   // each of them would only oversubscribe the cores.
+#if GRADSYNC_WITH_OPENCV
   cv::setNumThreads(0);
+#endif
   if (options.prefetch_depth < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("loader: prefetch_depth must be >= 1 (got ",
@@ -83,15 +89,15 @@ absl::Status BatchLoader::InferShape() {
   if (options_.channels > 0 && options_.height > 0 && options_.width > 0) {
     return absl::OkStatus();
   }
-  absl::StatusOr<cv::Mat> image = dataset_->Load(0);
+  absl::StatusOr<Image> image = dataset_->Load(0);
   if (!image.ok()) return image.status();
   if (transform_ != nullptr) {
     SampleRng rng(options_.seed, 0, 0);
     if (absl::Status s = transform_->Apply(*image, rng); !s.ok()) return s;
   }
   if (options_.channels == 0) options_.channels = image->channels();
-  if (options_.height == 0) options_.height = image->rows;
-  if (options_.width == 0) options_.width = image->cols;
+  if (options_.height == 0) options_.height = image->rows();
+  if (options_.width == 0) options_.width = image->cols();
   return absl::OkStatus();
 }
 
@@ -212,18 +218,18 @@ absl::Status BatchLoader::LoadInto(int64_t epoch, int64_t position,
                                    int64_t sample, Slot& slot, int row,
                                    double* decode_ms, double* transform_ms) {
   absl::Time t = absl::Now();
-  absl::StatusOr<cv::Mat> image = dataset_->Load(sample);
+  absl::StatusOr<Image> image = dataset_->Load(sample);
   *decode_ms = MsSince(t);
   if (!image.ok()) return image.status();
   t = absl::Now();
-  const cv::Vec3i in(image->rows, image->cols, image->channels());
-  const cv::Vec3i shape = transform_ ? transform_->OutputShape(in) : in;
-  if (shape[2] != options_.channels || shape[0] != options_.height ||
-      shape[1] != options_.width) {
+  const ImageShape in = image->shape();
+  const ImageShape shape = transform_ ? transform_->OutputShape(in) : in;
+  if (shape != ImageShape{options_.height, options_.width, options_.channels}) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "image %s is %dx%dx%d after transforms, the batch holds %dx%dx%d "
-        "(add a Resize or set channels)",
-        dataset_->name(sample), shape[0], shape[1], shape[2], options_.height,
+        "(images of one size, or set channels)",
+        dataset_->name(sample), shape.rows, shape.cols, shape.channels,
+        options_.height,
         options_.width, options_.channels));
   }
   const int64_t per_image =

@@ -8,7 +8,8 @@
 // identical whatever the thread count. Host memory is pinned when LibTorch
 // has CUDA.
 //
-// Creating a loader turns OpenCV's internal threading off (process-wide):
+// Where built with OpenCV, creating a loader turns its internal threading
+// off (process-wide):
 // the loader threads already use the cores.
 //
 // Thread safety: StartEpoch/Next/Stop are called from one consumer thread.

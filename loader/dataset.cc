@@ -18,7 +18,7 @@ absl::StatusOr<std::unique_ptr<ImageFolderDataset>> ImageFolderDataset::Open(
       new ImageFolderDataset(std::move(*index), channels));
 }
 
-absl::StatusOr<cv::Mat> ImageFolderDataset::Load(int64_t index) const {
+absl::StatusOr<Image> ImageFolderDataset::Load(int64_t index) const {
   if (index < 0 || index >= size()) {
     return absl::OutOfRangeError(
         absl::StrCat("sample index ", index, " outside [0, ", size(), ")"));

@@ -1,17 +1,17 @@
 // Dataset: random access to labelled images. ImageFolderDataset is
 // torchvision's ImageFolder (classes = sorted sub-folders, samples sorted by
-// path) decoded with OpenCV.
+// path) decoded by image_decoder.h.
 //
 // Implementations are immutable after construction; Load() is thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <opencv2/core.hpp>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "loader/image.h"
 #include "loader/image_folder_index.h"
 
 namespace gradsync {
@@ -24,7 +24,7 @@ class Dataset {
   // Names the sample in errors (its file path for image folders).
   virtual std::string name(int64_t index) const = 0;
   // The decoded 8-bit HWC image (RGB or grayscale). Errors name the sample.
-  virtual absl::StatusOr<cv::Mat> Load(int64_t index) const = 0;
+  virtual absl::StatusOr<Image> Load(int64_t index) const = 0;
 };
 
 class ImageFolderDataset : public Dataset {
@@ -36,7 +36,7 @@ class ImageFolderDataset : public Dataset {
   int64_t size() const override { return index_.samples.size(); }
   int64_t label(int64_t i) const override { return index_.samples[i].label; }
   std::string name(int64_t i) const override { return index_.samples[i].path; }
-  absl::StatusOr<cv::Mat> Load(int64_t index) const override;
+  absl::StatusOr<Image> Load(int64_t index) const override;
   const std::vector<std::string>& classes() const { return index_.classes; }
 
  private:

@@ -1,12 +1,15 @@
 #include "loader/image_decoder.h"
 
 #include <fstream>
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "gradsync/config.h"
+
+#if GRADSYNC_WITH_OPENCV
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#endif
 
 #if GRADSYNC_WITH_TURBOJPEG
 #include <turbojpeg.h>
@@ -22,7 +25,7 @@ namespace {
 // TurboJPEG: the same libjpeg-turbo decode OpenCV runs, without OpenCV's BGR
 // order and the swap back. Returns false (nothing decoded) for what it does
 // not handle: CMYK, corrupt data, warnings; OpenCV then decodes and reports.
-bool DecodeJpegTurbo(const std::string& bytes, int channels, cv::Mat* out) {
+bool DecodeJpegTurbo(const std::string& bytes, int channels, Image* out) {
   struct Closer {
     void operator()(void* h) const { tjDestroy(h); }
   };
@@ -39,9 +42,10 @@ bool DecodeJpegTurbo(const std::string& bytes, int channels, cv::Mat* out) {
     return false;
   }
   const bool gray = channels == 1 || (channels == 0 && colorspace == TJCS_GRAY);
-  cv::Mat image(height, width, gray ? CV_8UC1 : CV_8UC3);
-  if (tjDecompress2(handle.get(), data, bytes.size(), image.data, width,
-                    static_cast<int>(image.step), height,
+  Image image(height, width, gray ? 1 : 3);
+  if (image.empty()) return false;
+  if (tjDecompress2(handle.get(), data, bytes.size(), image.data(), width,
+                    static_cast<int>(image.row_bytes()), height,
                     gray ? TJPF_GRAY : TJPF_RGB, 0) != 0) {
     return false;  // errors and warnings alike: let OpenCV decide
   }
@@ -50,9 +54,45 @@ bool DecodeJpegTurbo(const std::string& bytes, int channels, cv::Mat* out) {
 }
 #endif
 
+#if GRADSYNC_WITH_OPENCV
+// Any format OpenCV reads, converted to 8-bit gray or RGB.
+absl::StatusOr<Image> DecodeOpenCv(const std::string& bytes, int channels,
+                                   const std::string& path) {
+  try {
+    const cv::Mat raw(1, static_cast<int>(bytes.size()), CV_8UC1,
+                      const_cast<char*>(bytes.data()));
+    const int flags = channels == 1   ? cv::IMREAD_GRAYSCALE
+                      : channels == 3 ? cv::IMREAD_COLOR
+                                      : cv::IMREAD_ANYCOLOR;
+    cv::Mat decoded = cv::imdecode(raw, flags);
+    if (decoded.empty()) {
+      return absl::DataLossError(absl::StrCat(
+          "image ", path, " is corrupt or not a supported image format"));
+    }
+    if (decoded.depth() != CV_8U) decoded.convertTo(decoded, CV_8U);
+    if (decoded.channels() == 4) {
+      cv::cvtColor(decoded, decoded, cv::COLOR_BGRA2BGR);
+    }
+    // The last step writes straight into the Image's buffer.
+    Image image(decoded.rows, decoded.cols, decoded.channels());
+    cv::Mat view(image.rows(), image.cols(), decoded.type(), image.data(),
+                 image.row_bytes());
+    if (decoded.channels() == 3) {
+      cv::cvtColor(decoded, view, cv::COLOR_BGR2RGB);
+    } else {
+      decoded.copyTo(view);
+    }
+    return image;
+  } catch (const cv::Exception& e) {
+    return absl::DataLossError(
+        absl::StrCat("image ", path, " could not be decoded: ", e.what()));
+  }
+}
+#endif
+
 }  // namespace
 
-absl::StatusOr<cv::Mat> DecodeImageFile(const std::string& path, int channels) {
+absl::StatusOr<Image> DecodeImageFile(const std::string& path, int channels) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) {
     return absl::NotFoundError(absl::StrCat("cannot open image ", path));
@@ -66,7 +106,7 @@ absl::StatusOr<cv::Mat> DecodeImageFile(const std::string& path, int channels) {
   return DecodeImageBytes(bytes, channels, path);
 }
 
-absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes, int channels,
+absl::StatusOr<Image> DecodeImageBytes(const std::string& bytes, int channels,
                                          const std::string& path) {
   if (bytes.empty()) {
     return absl::DataLossError(
@@ -88,38 +128,22 @@ absl::StatusOr<cv::Mat> DecodeImageBytes(const std::string& bytes, int channels,
           absl::StrCat("image ", path, " is a truncated JPEG (no end marker)"));
     }
   }
-  cv::Mat decoded;
 #if GRADSYNC_WITH_TURBOJPEG
+  Image decoded;
   if (static_cast<unsigned char>(bytes[0]) == 0xFF &&
       DecodeJpegTurbo(bytes, channels, &decoded)) {
     return decoded;
   }
 #endif
-  try {
-    const cv::Mat raw(1, static_cast<int>(bytes.size()), CV_8UC1,
-                      const_cast<char*>(bytes.data()));
-    const int flags = channels == 1   ? cv::IMREAD_GRAYSCALE
-                      : channels == 3 ? cv::IMREAD_COLOR
-                                      : cv::IMREAD_ANYCOLOR;
-    decoded = cv::imdecode(raw, flags);
-    if (decoded.empty()) {
-      return absl::DataLossError(absl::StrCat(
-          "image ", path, " is corrupt or not a supported image format"));
-    }
-    if (decoded.depth() != CV_8U) {
-      decoded.convertTo(decoded, CV_8U);
-    }
-    if (decoded.channels() == 4) {
-      cv::cvtColor(decoded, decoded, cv::COLOR_BGRA2BGR);
-    }
-    if (decoded.channels() == 3) {
-      cv::cvtColor(decoded, decoded, cv::COLOR_BGR2RGB);
-    }
-  } catch (const cv::Exception& e) {
-    return absl::DataLossError(
-        absl::StrCat("image ", path, " could not be decoded: ", e.what()));
-  }
-  return decoded;
+#if GRADSYNC_WITH_OPENCV
+  return DecodeOpenCv(bytes, channels, path);
+#else
+  return absl::UnimplementedError(absl::StrCat(
+      "image ", path,
+      " cannot be decoded: this build has no OpenCV, so it reads JPEGs only, "
+      "and only where built with TurboJPEG (rebuild with "
+      "-DGRADSYNC_WITH_OPENCV=ON)"));
+#endif
 }
 
 }  // namespace gradsync

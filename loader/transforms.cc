@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <opencv2/imgproc.hpp>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -67,16 +66,15 @@ inline void KeepInside(int64_t c, int64_t d, int64_t limit, int64_t* lo,
 // row the x interval that lands inside, so its inner loop has no bounds
 // checks.
 template <typename Inside, typename Outside>
-void ForEachAffineSample(const cv::Mat& image, const AffineParams& p,
+void ForEachAffineSample(const Image& image, const AffineParams& p,
                          Inside&& inside, Outside&& outside) {
-  const int h = image.rows, w = image.cols;
-  const size_t pixel = image.elemSize();
+  const int h = image.rows(), w = image.cols();
   const std::array<double, 6> m = InverseAffineMatrix(w * 0.5, h * 0.5, p);
   auto sample = [&](int x, int y, int ix, int iy) {
     if (ix < 0 || ix >= w || iy < 0 || iy >= h) {
       outside(x, y);
     } else {
-      inside(x, y, image.ptr<uint8_t>(iy) + ix * pixel);
+      inside(x, y, image.at(iy, ix));
     }
   };
   if (m[1] == 0 && m[3] == 0) {
@@ -114,8 +112,7 @@ void ForEachAffineSample(const cv::Mat& image, const AffineParams& p,
       int64_t xx = a2 + lo * a0, yy = a5 + lo * a3;
       for (; x < hi; ++x, xx += a0, yy += a3) {
         inside(x, y,
-               image.ptr<uint8_t>(static_cast<int>(yy >> 16)) +
-                   static_cast<int>(xx >> 16) * pixel);
+               image.at(static_cast<int>(yy >> 16), static_cast<int>(xx >> 16)));
       }
       for (; x < w; ++x) outside(x, y);
     }
@@ -146,13 +143,13 @@ struct TensorScale {
 
 }  // namespace
 
-cv::Mat AffineNearest(const cv::Mat& image, const AffineParams& p) {
-  cv::Mat out(image.rows, image.cols, image.type(), cv::Scalar::all(0));
-  const size_t pixel = image.elemSize();
+Image AffineNearest(const Image& image, const AffineParams& p) {
+  Image out(image.rows(), image.cols(), image.channels());
+  const size_t pixel = image.channels();
   ForEachAffineSample(
       image, p,
       [&](int x, int y, const uint8_t* src) {
-        std::memcpy(out.ptr<uint8_t>(y) + x * pixel, src, pixel);
+        std::memcpy(out.at(y, x), src, pixel);
       },
       [](int, int) {});
   return out;
@@ -163,10 +160,10 @@ namespace {
 // The fused warp for a compile-time channel count: a 256-entry lookup table
 // per channel replaces the int-to-float conversion and multiply-add.
 template <int C>
-void AffineToTensorImpl(const cv::Mat& image, const AffineParams& p,
+void AffineToTensorImpl(const Image& image, const AffineParams& p,
                         const TensorScale& t, float* out) {
-  const int w = image.cols;
-  const size_t plane = static_cast<size_t>(image.rows) * w;
+  const int w = image.cols();
+  const size_t plane = static_cast<size_t>(image.rows()) * w;
   float lut[C][256];
   for (int ch = 0; ch < C; ++ch) {
     for (int v = 0; v < 256; ++v) lut[ch][v] = v * t.scale[ch] + t.offset[ch];
@@ -185,7 +182,7 @@ void AffineToTensorImpl(const cv::Mat& image, const AffineParams& p,
 
 }  // namespace
 
-void AffineNearestToTensor(const cv::Mat& image, const AffineParams& p,
+void AffineNearestToTensor(const Image& image, const AffineParams& p,
                            const std::vector<float>& mean,
                            const std::vector<float>& std, float* out) {
   const TensorScale t(image.channels(), mean, std);
@@ -195,8 +192,8 @@ void AffineNearestToTensor(const cv::Mat& image, const AffineParams& p,
     case 3:
       return AffineToTensorImpl<3>(image, p, t, out);
     default: {
-      const int c = image.channels(), w = image.cols;
-      const size_t plane = static_cast<size_t>(image.rows) * w;
+      const int c = image.channels(), w = image.cols();
+      const size_t plane = static_cast<size_t>(image.rows()) * w;
       ForEachAffineSample(
           image, p,
           [&](int x, int y, const uint8_t* src) {
@@ -234,16 +231,16 @@ std::string RandomAffine::Describe() const {
       degrees_, translate_x_, translate_y_, scale_min_, scale_max_);
 }
 
-absl::Status RandomAffine::Apply(cv::Mat& image, SampleRng& rng) const {
-  image = AffineNearest(image, SampleParams(rng, image.cols, image.rows));
+absl::Status RandomAffine::Apply(Image& image, SampleRng& rng) const {
+  image = AffineNearest(image, SampleParams(rng, image.cols(), image.rows()));
   return absl::OkStatus();
 }
 
-absl::Status RandomAffine::ApplyToTensor(cv::Mat& image, SampleRng& rng,
+absl::Status RandomAffine::ApplyToTensor(Image& image, SampleRng& rng,
                                          const std::vector<float>& mean,
                                          const std::vector<float>& std,
                                          float* out) const {
-  AffineNearestToTensor(image, SampleParams(rng, image.cols, image.rows), mean,
+  AffineNearestToTensor(image, SampleParams(rng, image.cols(), image.rows()), mean,
                         std, out);
   return absl::OkStatus();
 }
@@ -253,20 +250,29 @@ std::string RandomCrop::Describe() const {
                          width_, padding_);
 }
 
-absl::Status RandomCrop::Apply(cv::Mat& image, SampleRng& rng) const {
-  cv::Mat padded = image;
-  if (padding_ > 0) {
-    cv::copyMakeBorder(image, padded, padding_, padding_, padding_, padding_,
-                       cv::BORDER_CONSTANT, cv::Scalar::all(0));
-  }
-  if (padded.rows < height_ || padded.cols < width_) {
+absl::Status RandomCrop::Apply(Image& image, SampleRng& rng) const {
+  // Crops the zero-padded image without building it: padded pixel (y, x) is
+  // image pixel (y - padding, x - padding), or 0 outside the image.
+  const int padded_rows = image.rows() + 2 * padding_;
+  const int padded_cols = image.cols() + 2 * padding_;
+  if (padded_rows < height_ || padded_cols < width_) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "RandomCrop: crop %dx%d is larger than the padded image %dx%d", height_,
-        width_, padded.rows, padded.cols));
+        width_, padded_rows, padded_cols));
   }
-  const int top = static_cast<int>(rng.UniformInt(0, padded.rows - height_));
-  const int left = static_cast<int>(rng.UniformInt(0, padded.cols - width_));
-  image = padded(cv::Rect(left, top, width_, height_)).clone();
+  const int top = static_cast<int>(rng.UniformInt(0, padded_rows - height_));
+  const int left = static_cast<int>(rng.UniformInt(0, padded_cols - width_));
+  Image out(height_, width_, image.channels());
+  // The output columns [x0, x1) that fall inside the image.
+  const int x0 = std::max(0, padding_ - left);
+  const int x1 = std::min(width_, image.cols() + padding_ - left);
+  for (int y = 0; y < height_; ++y) {
+    const int iy = y + top - padding_;
+    if (iy < 0 || iy >= image.rows() || x0 >= x1) continue;
+    std::memcpy(out.at(y, x0), image.at(iy, x0 + left - padding_),
+                static_cast<size_t>(x1 - x0) * image.channels());
+  }
+  image = std::move(out);
   return absl::OkStatus();
 }
 
@@ -274,18 +280,14 @@ std::string RandomHorizontalFlip::Describe() const {
   return absl::StrFormat("RandomHorizontalFlip(p=%g)", p_);
 }
 
-absl::Status RandomHorizontalFlip::Apply(cv::Mat& image, SampleRng& rng) const {
-  if (rng.Bernoulli(p_)) cv::flip(image, image, 1);
-  return absl::OkStatus();
-}
-
-std::string Resize::Describe() const {
-  return absl::StrFormat("Resize(%d, %d)", height_, width_);
-}
-
-absl::Status Resize::Apply(cv::Mat& image, SampleRng&) const {
-  if (image.rows != height_ || image.cols != width_) {
-    cv::resize(image, image, cv::Size(width_, height_), 0, 0, cv::INTER_LINEAR);
+absl::Status RandomHorizontalFlip::Apply(Image& image, SampleRng& rng) const {
+  if (!rng.Bernoulli(p_)) return absl::OkStatus();
+  const int w = image.cols(), c = image.channels();
+  for (int y = 0; y < image.rows(); ++y) {
+    for (int x = 0; x < w / 2; ++x) {
+      std::swap_ranges(image.at(y, x), image.at(y, x) + c,
+                       image.at(y, w - 1 - x));
+    }
   }
   return absl::OkStatus();
 }
@@ -296,14 +298,14 @@ std::string Compose::Describe() const {
   return absl::StrCat("Compose(", absl::StrJoin(parts, ", "), ")");
 }
 
-absl::Status Compose::Apply(cv::Mat& image, SampleRng& rng) const {
+absl::Status Compose::Apply(Image& image, SampleRng& rng) const {
   for (const auto& t : transforms_) {
     if (absl::Status s = t->Apply(image, rng); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
 
-absl::Status Transform::ApplyToTensor(cv::Mat& image, SampleRng& rng,
+absl::Status Transform::ApplyToTensor(Image& image, SampleRng& rng,
                                       const std::vector<float>& mean,
                                       const std::vector<float>& std,
                                       float* out) const {
@@ -312,7 +314,7 @@ absl::Status Transform::ApplyToTensor(cv::Mat& image, SampleRng& rng,
   return absl::OkStatus();
 }
 
-absl::Status Compose::ApplyToTensor(cv::Mat& image, SampleRng& rng,
+absl::Status Compose::ApplyToTensor(Image& image, SampleRng& rng,
                                     const std::vector<float>& mean,
                                     const std::vector<float>& std,
                                     float* out) const {
@@ -326,21 +328,21 @@ absl::Status Compose::ApplyToTensor(cv::Mat& image, SampleRng& rng,
   return transforms_.back()->ApplyToTensor(image, rng, mean, std, out);
 }
 
-cv::Vec3i Compose::OutputShape(const cv::Vec3i& in) const {
-  cv::Vec3i shape = in;
+ImageShape Compose::OutputShape(const ImageShape& in) const {
+  ImageShape shape = in;
   for (const auto& t : transforms_) shape = t->OutputShape(shape);
   return shape;
 }
 
-void ToTensorInto(const cv::Mat& image, const std::vector<float>& mean,
+void ToTensorInto(const Image& image, const std::vector<float>& mean,
                   const std::vector<float>& std, float* out) {
-  const int h = image.rows, w = image.cols, c = image.channels();
+  const int h = image.rows(), w = image.cols(), c = image.channels();
   const size_t plane = static_cast<size_t>(h) * w;
   const TensorScale t(c, mean, std);
   for (int ch = 0; ch < c; ++ch) {
     float* dst = out + ch * plane;
     for (int y = 0; y < h; ++y) {
-      const uint8_t* src = image.ptr<uint8_t>(y) + ch;
+      const uint8_t* src = image.row(y) + ch;
       for (int x = 0; x < w; ++x) {
         dst[y * w + x] = src[x * c] * t.scale[ch] + t.offset[ch];
       }

@@ -1,5 +1,5 @@
 // Image transforms, composable like torchvision.transforms, over 8-bit
-// HWC images (cv::Mat, RGB or grayscale), plus ToTensor/Normalize into a
+// HWC images (Image, RGB or grayscale), plus ToTensor/Normalize into a
 // float CHW buffer. Random transforms draw from the sample's SampleRng.
 //
 // Semantics follow torchvision 0.14 on PIL images:
@@ -7,18 +7,18 @@
 //    round(U(-t*W, t*W)) pixels, scale ~ U(s0, s1), nearest-neighbour
 //    sampling about the image centre, fill 0.
 //  - RandomCrop(size, padding): zero padding, then a uniform crop.
-//  - RandomHorizontalFlip(p), Resize(h, w) (bilinear).
+//  - RandomHorizontalFlip(p).
 // Transforms are immutable after construction and thread-safe.
 #pragma once
 
 #include <array>
 #include <memory>
-#include <opencv2/core.hpp>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "loader/image.h"
 #include "loader/sample_rng.h"
 
 namespace gradsync {
@@ -28,17 +28,17 @@ class Transform {
   virtual ~Transform() = default;
   virtual std::string Describe() const = 0;
   // Replaces `image` by its transformed version.
-  virtual absl::Status Apply(cv::Mat& image, SampleRng& rng) const = 0;
+  virtual absl::Status Apply(Image& image, SampleRng& rng) const = 0;
   // Apply, then ToTensor/Normalize into `out` (C x H x W floats of the
   // transformed image's shape, checked by the caller through OutputShape).
   // Transforms that can fuse the two (RandomAffine samples straight into
   // the tensor) override it; the result is the same.
-  virtual absl::Status ApplyToTensor(cv::Mat& image, SampleRng& rng,
+  virtual absl::Status ApplyToTensor(Image& image, SampleRng& rng,
                                      const std::vector<float>& mean,
                                      const std::vector<float>& std,
                                      float* out) const;
   // The shape (rows, cols, channels) Apply would produce for `in`.
-  virtual cv::Vec3i OutputShape(const cv::Vec3i& in) const { return in; }
+  virtual ImageShape OutputShape(const ImageShape& in) const { return in; }
 };
 
 struct AffineParams {
@@ -54,10 +54,10 @@ std::array<double, 6> InverseAffineMatrix(double cx, double cy,
 
 // torchvision.transforms.functional.affine on a PIL image with NEAREST
 // interpolation and fill 0.
-cv::Mat AffineNearest(const cv::Mat& image, const AffineParams& p);
+Image AffineNearest(const Image& image, const AffineParams& p);
 // The same warp written straight into a C x H x W float tensor with
 // ToTensor/Normalize applied (no intermediate image).
-void AffineNearestToTensor(const cv::Mat& image, const AffineParams& p,
+void AffineNearestToTensor(const Image& image, const AffineParams& p,
                            const std::vector<float>& mean,
                            const std::vector<float>& std, float* out);
 
@@ -72,8 +72,8 @@ class RandomAffine : public Transform {
         scale_max_(scale_max) {}
   AffineParams SampleParams(SampleRng& rng, int width, int height) const;
   std::string Describe() const override;
-  absl::Status Apply(cv::Mat& image, SampleRng& rng) const override;
-  absl::Status ApplyToTensor(cv::Mat& image, SampleRng& rng,
+  absl::Status Apply(Image& image, SampleRng& rng) const override;
+  absl::Status ApplyToTensor(Image& image, SampleRng& rng,
                              const std::vector<float>& mean,
                              const std::vector<float>& std,
                              float* out) const override;
@@ -87,9 +87,9 @@ class RandomCrop : public Transform {
   RandomCrop(int height, int width, int padding)
       : height_(height), width_(width), padding_(padding) {}
   std::string Describe() const override;
-  absl::Status Apply(cv::Mat& image, SampleRng& rng) const override;
-  cv::Vec3i OutputShape(const cv::Vec3i& in) const override {
-    return {height_, width_, in[2]};
+  absl::Status Apply(Image& image, SampleRng& rng) const override;
+  ImageShape OutputShape(const ImageShape& in) const override {
+    return {height_, width_, in.channels};
   }
 
  private:
@@ -100,23 +100,10 @@ class RandomHorizontalFlip : public Transform {
  public:
   explicit RandomHorizontalFlip(double p) : p_(p) {}
   std::string Describe() const override;
-  absl::Status Apply(cv::Mat& image, SampleRng& rng) const override;
+  absl::Status Apply(Image& image, SampleRng& rng) const override;
 
  private:
   double p_;
-};
-
-class Resize : public Transform {
- public:
-  Resize(int height, int width) : height_(height), width_(width) {}
-  std::string Describe() const override;
-  absl::Status Apply(cv::Mat& image, SampleRng& rng) const override;
-  cv::Vec3i OutputShape(const cv::Vec3i& in) const override {
-    return {height_, width_, in[2]};
-  }
-
- private:
-  int height_, width_;
 };
 
 // Applies transforms in order.
@@ -125,13 +112,13 @@ class Compose : public Transform {
   explicit Compose(std::vector<std::unique_ptr<Transform>> transforms)
       : transforms_(std::move(transforms)) {}
   std::string Describe() const override;
-  absl::Status Apply(cv::Mat& image, SampleRng& rng) const override;
+  absl::Status Apply(Image& image, SampleRng& rng) const override;
   // All but the last step, then the last step's (possibly fused) version.
-  absl::Status ApplyToTensor(cv::Mat& image, SampleRng& rng,
+  absl::Status ApplyToTensor(Image& image, SampleRng& rng,
                              const std::vector<float>& mean,
                              const std::vector<float>& std,
                              float* out) const override;
-  cv::Vec3i OutputShape(const cv::Vec3i& in) const override;
+  ImageShape OutputShape(const ImageShape& in) const override;
   bool empty() const { return transforms_.empty(); }
 
  private:
@@ -141,7 +128,7 @@ class Compose : public Transform {
 // ToTensor (+ Normalize when mean/std are given): writes `image` (H x W x C,
 // 8-bit) as float C x H x W into `out`, value / 255, then (v - mean) / std
 // per channel. `mean` and `std` are empty or hold one value per channel.
-void ToTensorInto(const cv::Mat& image, const std::vector<float>& mean,
+void ToTensorInto(const Image& image, const std::vector<float>& mean,
                   const std::vector<float>& std, float* out);
 
 // The augmentation presets a JobSpec names: "none", "affine" (the seeds'

@@ -22,10 +22,10 @@ absl::StatusOr<std::vector<LoaderTiming>> RunLoaderBench(
       ImageFolderDataset::Open(o.path, o.channels);
   if (!opened.ok()) return opened.status();
   std::shared_ptr<const Dataset> dataset = std::move(*opened);
-  absl::StatusOr<cv::Mat> first = dataset->Load(0);
+  absl::StatusOr<Image> first = dataset->Load(0);
   if (!first.ok()) return first.status();
   absl::StatusOr<std::unique_ptr<Compose>> augment =
-      MakeAugmentation(o.augmentation, first->rows, first->cols);
+      MakeAugmentation(o.augmentation, first->rows(), first->cols());
   if (!augment.ok()) return augment.status();
   std::shared_ptr<const Transform> transform = std::move(*augment);
   out << absl::StrFormat(
@@ -143,7 +143,7 @@ absl::StatusOr<double> DecodeImagesPerSecond(const std::string& path,
   for (int64_t i = 0; i < n; ++i) {
     const std::string& path_i = index->samples[i].path;
     if (decoder == BenchDecoder::kGradsync) {
-      absl::StatusOr<cv::Mat> image =
+      absl::StatusOr<Image> image =
           DecodeImageBytes(files[i], channels, path_i);
       if (!image.ok()) return image.status();
       continue;

@@ -9,9 +9,14 @@
 
 namespace gradsync {
 
-void RunRanks(Backend backend, int world, absl::Duration timeout,
-              const std::function<void(int, Communicator&)>& body,
-              const GlooOptions& gloo) {
+namespace {
+
+using MakeComm = std::function<absl::StatusOr<std::unique_ptr<Communicator>>(
+    const CommOptions&)>;
+
+void RunThreads(Backend backend, int world, absl::Duration timeout,
+                const std::function<void(int, Communicator&)>& body,
+                const MakeComm& make) {
   auto store = std::make_shared<MemoryStore>();
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
@@ -22,8 +27,7 @@ void RunRanks(Backend backend, int world, absl::Duration timeout,
       o.store = store;
       o.timeout = timeout;
       o.cuda_device = r;
-      auto comm = backend == Backend::kGloo ? CreateGlooCommunicator(o, gloo)
-                                            : CreateCommunicator(backend, o);
+      auto comm = make(o);
       ASSERT_TRUE(comm.ok()) << comm.status();
       EXPECT_EQ((*comm)->backend(), backend);
       body(r, **comm);
@@ -32,10 +36,53 @@ void RunRanks(Backend backend, int world, absl::Duration timeout,
   for (std::thread& t : threads) t.join();
 }
 
+class SoloComm : public Communicator {
+ public:
+  SoloComm() : Communicator(0, 1, std::make_shared<MemoryStore>(),
+                            absl::Seconds(60)) {}
+  Backend backend() const override { return Backend::kGloo; }
+  absl::Status AllReduce(at::Tensor&, ReduceOp) override {
+    Enter();
+    return absl::OkStatus();
+  }
+  absl::Status Broadcast(at::Tensor&, int root) override {
+    Enter();
+    return root == 0 ? absl::OkStatus()
+                     : absl::InvalidArgumentError("broadcast root outside 0");
+  }
+  absl::Status Barrier() override {
+    Enter();
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<std::string>> AllGather(
+      const std::string& mine) override {
+    Enter();
+    return std::vector<std::string>{mine};
+  }
+};
+
+}  // namespace
+
+void RunRanks(Backend backend, int world, absl::Duration timeout,
+              const std::function<void(int, Communicator&)>& body) {
+  RunThreads(backend, world, timeout, body, [backend](const CommOptions& o) {
+    return CreateCommunicator(backend, o);
+  });
+}
+
+#if GRADSYNC_WITH_GLOO
+void RunGlooRanks(int world, absl::Duration timeout,
+                  const std::function<void(int, Communicator&)>& body,
+                  const GlooOptions& gloo) {
+  RunThreads(Backend::kGloo, world, timeout, body,
+             [&gloo](const CommOptions& o) {
+               return CreateGlooCommunicator(o, gloo);
+             });
+}
+#endif
+
 absl::StatusOr<std::unique_ptr<Communicator>> SoloCommunicator() {
-  CommOptions o;
-  o.store = std::make_shared<MemoryStore>();
-  return CreateCommunicator(Backend::kGloo, o);
+  return std::unique_ptr<Communicator>(new SoloComm());
 }
 
 }  // namespace gradsync

@@ -10,8 +10,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "gradsync/config.h"
 #include "worker/comm/communicator.h"
+
+#if GRADSYNC_WITH_GLOO
 #include "worker/comm/gloo/gloo_communicator.h"
+#endif
 
 namespace gradsync {
 
@@ -19,11 +23,18 @@ namespace gradsync {
 // an NCCL group uses GPU r. A communicator that cannot be made fails the
 // test (gtest assertion) on its thread.
 void RunRanks(Backend backend, int world, absl::Duration timeout,
-              const std::function<void(int rank, Communicator&)>& body,
-              const GlooOptions& gloo = {});
+              const std::function<void(int rank, Communicator&)>& body);
+#if GRADSYNC_WITH_GLOO
+// The same over gloo communicators made with `gloo`.
+void RunGlooRanks(int world, absl::Duration timeout,
+                  const std::function<void(int rank, Communicator&)>& body,
+                  const GlooOptions& gloo);
+#endif
 
-// A single-rank gloo communicator over a store of its own: "one process on
-// the whole batch" in the equivalence tests.
+// "One process on the whole batch" in the equivalence tests: a world of one
+// whose collectives leave their tensors as they are (what any backend does
+// with one rank), so builds without gloo have it too. Reports kGloo: it
+// stands for one CPU process.
 absl::StatusOr<std::unique_ptr<Communicator>> SoloCommunicator();
 
 }  // namespace gradsync

@@ -19,11 +19,11 @@ class FakeDataset : public Dataset {
   std::string name(int64_t i) const override {
     return "/fake/" + std::to_string(i) + ".png";
   }
-  absl::StatusOr<cv::Mat> Load(int64_t i) const override {
+  absl::StatusOr<Image> Load(int64_t i) const override {
     if (bad_.count(i)) {
       return absl::DataLossError("image " + name(i) + " is corrupt");
     }
-    return cv::Mat(8, 8, CV_8UC1, cv::Scalar(i % 251));
+    return Image(8, 8, 1, static_cast<uint8_t>(i % 251));
   }
 
  private:

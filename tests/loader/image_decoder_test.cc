@@ -11,6 +11,12 @@ namespace gradsync {
 namespace {
 namespace fs = std::filesystem;
 
+// An OpenCV view of a decoded image, to compare with OpenCV's own decode.
+cv::Mat View(const Image& image) {
+  return cv::Mat(image.rows(), image.cols(), CV_8UC(image.channels()),
+                 const_cast<uint8_t*>(image.data()), image.row_bytes());
+}
+
 class DecoderTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -36,7 +42,7 @@ TEST_F(DecoderTest, PngRoundTripInRgbOrder) {
   const std::string path = Write("a.png", Encode(".png", bgr));
   auto rgb = DecodeImageFile(path, 3);
   ASSERT_TRUE(rgb.ok()) << rgb.status();
-  EXPECT_EQ(rgb->at<cv::Vec3b>(0, 0), cv::Vec3b(30, 20, 10));
+  EXPECT_EQ(View(*rgb).at<cv::Vec3b>(0, 0), cv::Vec3b(30, 20, 10));
   auto gray = DecodeImageFile(path, 1);
   ASSERT_TRUE(gray.ok());
   EXPECT_EQ(gray->channels(), 1);
@@ -72,8 +78,8 @@ TEST_F(DecoderTest, JpegPixelsEqualOpenCvs) {
         auto got = DecodeImageBytes(bytes, channels, "x.jpg");
         ASSERT_TRUE(got.ok()) << got.status();
         ASSERT_EQ(got->channels(), expected.channels());
-        ASSERT_EQ(got->size(), expected.size());
-        EXPECT_EQ(cv::norm(*got, expected, cv::NORM_INF), 0);
+        ASSERT_EQ(View(*got).size(), expected.size());
+        EXPECT_EQ(cv::norm(View(*got), expected, cv::NORM_INF), 0);
       }
     }
   }

@@ -5,16 +5,27 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
+#include <utility>
 
 namespace gradsync {
 namespace {
 
-cv::Mat Ramp(int h, int w, int channels) {
-  cv::Mat m(h, w, channels == 1 ? CV_8UC1 : CV_8UC3);
+// Uniform pixels in [low, 255], the same for the same arguments.
+Image Random(int h, int w, int channels, int low) {
+  std::mt19937 gen(h * 1000 + w * 10 + channels);
+  std::uniform_int_distribution<int> value(low, 255);
+  Image m(h, w, channels);
+  for (size_t i = 0; i < m.size_bytes(); ++i) m.data()[i] = value(gen);
+  return m;
+}
+
+Image Ramp(int h, int w, int channels) {
+  Image m(h, w, channels);
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
       for (int c = 0; c < channels; ++c) {
-        m.ptr<uint8_t>(y)[x * channels + c] =
+        m.at(y, x)[c] =
             static_cast<uint8_t>((y * 16 + x * 3 + c * 50) % 256);
       }
     }
@@ -23,21 +34,24 @@ cv::Mat Ramp(int h, int w, int channels) {
 }
 
 TEST(AffineTest, IdentityKeepsTheImage) {
-  cv::Mat img = Ramp(28, 28, 1);
-  cv::Mat out = AffineNearest(img, AffineParams{});
-  EXPECT_EQ(cv::norm(img, out, cv::NORM_INF), 0);
+  Image img = Ramp(28, 28, 1);
+  Image out = AffineNearest(img, AffineParams{});
+  EXPECT_EQ(img, out);
 }
 
 TEST(AffineTest, TranslationShiftsAndFillsZero) {
-  cv::Mat img = Ramp(10, 10, 3);
+  Image img = Ramp(10, 10, 3);
   AffineParams p;
   p.translate_x = 2;
   p.translate_y = -1;
-  cv::Mat out = AffineNearest(img, p);
+  Image out = AffineNearest(img, p);
+  auto pixel = [](const Image& m, int y, int x) {
+    return std::vector<int>(m.at(y, x), m.at(y, x) + m.channels());
+  };
   // out(y, x) = img(y + 1, x - 2)
-  EXPECT_EQ(out.at<cv::Vec3b>(3, 5), img.at<cv::Vec3b>(4, 3));
-  EXPECT_EQ(out.at<cv::Vec3b>(0, 0), cv::Vec3b(0, 0, 0));  // from x = -2
-  EXPECT_EQ(out.at<cv::Vec3b>(9, 9), cv::Vec3b(0, 0, 0));  // from y = 10
+  EXPECT_EQ(pixel(out, 3, 5), pixel(img, 4, 3));
+  EXPECT_EQ(pixel(out, 0, 0), std::vector<int>(3, 0));  // from x = -2
+  EXPECT_EQ(pixel(out, 9, 9), std::vector<int>(3, 0));  // from y = 10
 }
 
 TEST(AffineTest, InverseMatrixMatchesTorchvisionFormula) {
@@ -70,40 +84,84 @@ TEST(RandomAffineTest, ParametersStayInTheirRanges) {
 
 TEST(RandomAffineTest, SameSeedSameOutput) {
   RandomAffine t(5, 0.1, 0.1, 0.5, 2.0);
-  cv::Mat a = Ramp(28, 28, 1), b = a.clone();
+  Image a = Ramp(28, 28, 1), b = a;
   SampleRng r1(7, 0, 3), r2(7, 0, 3);
   ASSERT_TRUE(t.Apply(a, r1).ok());
   ASSERT_TRUE(t.Apply(b, r2).ok());
-  EXPECT_EQ(cv::norm(a, b, cv::NORM_INF), 0);
+  EXPECT_EQ(a, b);
 }
 
 TEST(RandomCropTest, PadsAndCropsToSize) {
   RandomCrop t(28, 28, 4);
-  cv::Mat img = Ramp(28, 28, 1);
+  Image img = Ramp(28, 28, 1);
   SampleRng rng(0, 0, 0);
   ASSERT_TRUE(t.Apply(img, rng).ok());
-  EXPECT_EQ(img.rows, 28);
-  EXPECT_EQ(img.cols, 28);
+  EXPECT_EQ(img.rows(), 28);
+  EXPECT_EQ(img.cols(), 28);
   RandomCrop too_big(40, 40, 0);
-  cv::Mat small = Ramp(28, 28, 1);
+  Image small = Ramp(28, 28, 1);
   EXPECT_EQ(too_big.Apply(small, rng).code(),
             absl::StatusCode::kInvalidArgument);
 }
 
+// Every crop window of the zero-padded image, against the padded image
+// built pixel by pixel (torchvision pads, then crops).
+TEST(RandomCropTest, EqualsCroppingThePaddedImage) {
+  for (int channels : {1, 3}) {
+    const Image img = Ramp(7, 9, channels);
+    const int pad = 3, h = 5, w = 11;
+    Image padded(7 + 2 * pad, 9 + 2 * pad, channels);
+    for (int y = 0; y < img.rows(); ++y) {
+      std::memcpy(padded.at(y + pad, pad), img.row(y), img.row_bytes());
+    }
+    std::set<std::pair<int, int>> corners;
+    for (int i = 0; i < 1000; ++i) {
+      SampleRng rng(5, 0, i);
+      Image out = img;
+      ASSERT_TRUE(RandomCrop(h, w, pad).Apply(out, rng).ok());
+      ASSERT_EQ(out.shape(), (ImageShape{h, w, channels}));
+      // Find the window it took: exactly one must match.
+      int matches = 0;
+      for (int top = 0; top + h <= padded.rows(); ++top) {
+        for (int left = 0; left + w <= padded.cols(); ++left) {
+          bool same = true;
+          for (int y = 0; y < h && same; ++y) {
+            same = std::memcmp(out.row(y), padded.at(top + y, left),
+                               out.row_bytes()) == 0;
+          }
+          if (same) {
+            ++matches;
+            corners.insert({top, left});
+          }
+        }
+      }
+      ASSERT_GE(matches, 1) << "crop " << i << " is no window of the padding";
+    }
+    // Every window position occurs (9 tops x 5 lefts).
+    EXPECT_EQ(corners.size(), 45u);
+  }
+}
+
 TEST(FlipTest, AlwaysAndNever) {
-  cv::Mat img = Ramp(4, 5, 1), flipped = img.clone();
+  Image img = Ramp(4, 5, 3), flipped = img;
   SampleRng rng(0, 0, 0);
   ASSERT_TRUE(RandomHorizontalFlip(1.0).Apply(flipped, rng).ok());
-  EXPECT_EQ(flipped.at<uint8_t>(2, 0), img.at<uint8_t>(2, 4));
-  cv::Mat same = img.clone();
+  for (int y = 0; y < 4; ++y) {
+    for (int x = 0; x < 5; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        EXPECT_EQ(flipped.at(y, x)[c], img.at(y, 4 - x)[c]);
+      }
+    }
+  }
+  Image same = img;
   ASSERT_TRUE(RandomHorizontalFlip(0.0).Apply(same, rng).ok());
-  EXPECT_EQ(cv::norm(img, same, cv::NORM_INF), 0);
+  EXPECT_EQ(img, same);
 }
 
 TEST(ToTensorTest, ChwScaledAndNormalized) {
-  cv::Mat img(1, 2, CV_8UC3);
-  img.at<cv::Vec3b>(0, 0) = {255, 0, 51};
-  img.at<cv::Vec3b>(0, 1) = {0, 255, 102};
+  Image img(1, 2, 3);
+  const uint8_t pixels[] = {255, 0, 51, 0, 255, 102};
+  std::memcpy(img.data(), pixels, sizeof(pixels));
   float out[6];
   ToTensorInto(img, {}, {}, out);
   EXPECT_FLOAT_EQ(out[0], 1.0f);  // channel 0, pixel 0
@@ -132,8 +190,7 @@ namespace gradsync {
 namespace {
 
 TEST(FusedAffineTest, EqualsWarpThenToTensor) {
-  cv::Mat img(37, 29, CV_8UC3);
-  cv::randu(img, 0, 255);
+  Image img = Random(37, 29, 3, 0);
   const std::vector<float> mean = {0.5f, 0.4f, 0.3f}, std = {0.2f, 0.3f, 0.4f};
   for (double angle : {0.0, 4.5, 90.0}) {
     AffineParams p;
@@ -152,8 +209,8 @@ TEST(FusedAffineTest, EqualsWarpThenToTensor) {
 
 // Pillow's fixed-point affine sampling written pixel by pixel with a bounds
 // check on every sample: the oracle for the warp's per-row inside interval.
-cv::Mat ReferenceFixedPointWarp(const cv::Mat& img, const AffineParams& p) {
-  const int h = img.rows, w = img.cols;
+Image ReferenceFixedPointWarp(const Image& img, const AffineParams& p) {
+  const int h = img.rows(), w = img.cols();
   const auto m = InverseAffineMatrix(w * 0.5, h * 0.5, p);
   auto fix = [](double v) {
     return static_cast<int64_t>(std::floor(v * 65536.0 + 0.5));
@@ -161,7 +218,7 @@ cv::Mat ReferenceFixedPointWarp(const cv::Mat& img, const AffineParams& p) {
   auto floor16 = [](int64_t v) {
     return static_cast<int>(v >= 0 ? v >> 16 : -((-v + 65535) >> 16));
   };
-  cv::Mat out(h, w, img.type(), cv::Scalar::all(0));
+  Image out(h, w, img.channels());
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
       const int64_t xx = fix(m[2] + m[0] * 0.5 + m[1] * 0.5) +
@@ -170,8 +227,7 @@ cv::Mat ReferenceFixedPointWarp(const cv::Mat& img, const AffineParams& p) {
                          y * fix(m[4]) + x * fix(m[3]);
       const int ix = floor16(xx), iy = floor16(yy);
       if (ix < 0 || ix >= w || iy < 0 || iy >= h) continue;
-      std::memcpy(out.ptr<uint8_t>(y) + x * img.elemSize(),
-                  img.ptr<uint8_t>(iy) + ix * img.elemSize(), img.elemSize());
+      std::memcpy(out.at(y, x), img.at(iy, ix), img.channels());
     }
   }
   return out;
@@ -184,21 +240,22 @@ TEST(AffineTest, RotationsMatchThePerPixelReferenceAtTheBorders) {
   std::uniform_real_distribution<double> angle(-180, 180), scale(0.2, 3.0);
   std::uniform_int_distribution<int> shift(-40, 40), size(1, 45);
   for (int trial = 0; trial < 300; ++trial) {
-    cv::Mat img(size(gen), size(gen), trial % 2 ? CV_8UC3 : CV_8UC1);
-    cv::randu(img, 1, 255);  // no zeros: a wrongly outside pixel shows
+    const int rows = size(gen), cols = size(gen);
+    // No zeros: a wrongly outside pixel shows.
+    Image img = Random(rows, cols, trial % 2 ? 3 : 1, 1);
     AffineParams p;
     p.angle = trial % 10 == 0 ? 90.0 : angle(gen);
     p.translate_x = shift(gen);
     p.translate_y = shift(gen);
     p.scale = scale(gen);
-    const cv::Mat want = ReferenceFixedPointWarp(img, p);
-    const cv::Mat got = AffineNearest(img, p);
-    ASSERT_EQ(cv::norm(want, got, cv::NORM_INF), 0)
-        << "trial " << trial << ": " << img.cols << "x" << img.rows
+    const Image want = ReferenceFixedPointWarp(img, p);
+    const Image got = AffineNearest(img, p);
+    ASSERT_TRUE(want == got)
+        << "trial " << trial << ": " << img.cols() << "x" << img.rows()
         << " angle " << p.angle << " translate " << p.translate_x << ","
         << p.translate_y << " scale " << p.scale;
     if (img.channels() == 3) {
-      std::vector<float> fused(3 * img.total()), plain(3 * img.total());
+      std::vector<float> fused(img.size_bytes()), plain(img.size_bytes());
       AffineNearestToTensor(img, p, {}, {}, fused.data());
       ToTensorInto(want, {}, {}, plain.data());
       ASSERT_EQ(fused, plain) << "trial " << trial;

@@ -26,7 +26,9 @@ int main() {
       std::cerr << image.status() << "\n";
       return 1;
     }
-    cv::Mat out = gradsync::AffineNearest(*image, p);
+    gradsync::Image warped = gradsync::AffineNearest(*image, p);
+    cv::Mat out(warped.rows(), warped.cols(), CV_8UC(warped.channels()),
+                warped.data(), warped.row_bytes());
     if (out.channels() == 3) cv::cvtColor(out, out, cv::COLOR_RGB2BGR);
     if (!cv::imwrite(dst, out)) return 1;
   }

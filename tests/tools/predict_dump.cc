@@ -28,8 +28,8 @@ int main(int argc, char** argv) {
   }
   gradsync::ModelShape shape;
   shape.channels = first->channels();
-  shape.height = first->rows;
-  shape.width = first->cols;
+  shape.height = first->rows();
+  shape.width = first->cols();
   auto model = gradsync::MakeModel(argv[1], shape);
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", model.status().ToString().c_str());

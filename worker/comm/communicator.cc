@@ -6,8 +6,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "worker/comm/gloo/gloo_communicator.h"
+#include "gradsync/config.h"
 #include "worker/comm/nccl/nccl_communicator.h"
+
+#if GRADSYNC_WITH_GLOO
+#include "worker/comm/gloo/gloo_communicator.h"
+#endif
 
 namespace gradsync {
 
@@ -19,7 +23,13 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
     Backend backend, const CommOptions& options) {
   switch (backend) {
     case Backend::kGloo:
+#if GRADSYNC_WITH_GLOO
       return CreateGlooCommunicator(options);
+#else
+      return absl::UnimplementedError(
+          "backend gloo: this build has no gloo (rebuild with "
+          "-DGRADSYNC_WITH_GLOO=ON), so it runs only NCCL jobs on GPUs");
+#endif
     case Backend::kNccl:
       return CreateNcclCommunicator(options);
   }

@@ -100,7 +100,8 @@ absl::Status OpenData(const TrainContext& c, Session& s) {
   // Shape from the first image; augmentation keeps it.
   auto first = s.train_set->Load(0);
   if (!first.ok()) return first.status();
-  auto augment = MakeAugmentation(spec.augmentation, first->rows, first->cols);
+  auto augment =
+      MakeAugmentation(spec.augmentation, first->rows(), first->cols());
   if (!augment.ok()) return augment.status();
   LoaderOptions lo;
   lo.batch_size = spec.batch_size;

@@ -153,8 +153,8 @@ TEST_P(GlooAllReduceTest, EveryPathGivesTheSameSumOnEveryRank) {
   };
   GlooOptions gloo;
   gloo.segment_bytes = kSegment;
-  RunRanks(
-      Backend::kGloo, world, absl::Seconds(60),
+  RunGlooRanks(
+      world, absl::Seconds(60),
       [&](int rank, Communicator& comm) {
         for (size_t i = 0; i < cases.size(); ++i) {
           const Case& c = cases[i];
