@@ -2,7 +2,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "loader/image_decoder.h"
+#include "loader/synthetic_dataset.h"
 
 namespace gradsync {
 
@@ -24,6 +26,18 @@ absl::StatusOr<Image> ImageFolderDataset::Load(int64_t index) const {
         absl::StrCat("sample index ", index, " outside [0, ", size(), ")"));
   }
   return DecodeImageFile(index_.samples[index].path, channels_);
+}
+
+absl::StatusOr<std::shared_ptr<const Dataset>> OpenDataset(
+    const std::string& path, const std::string& split, int channels) {
+  if (absl::StartsWith(path, kSyntheticPrefix)) {
+    auto synthetic = SyntheticDataset::Open(path, split, channels);
+    if (!synthetic.ok()) return synthetic.status();
+    return std::shared_ptr<const Dataset>(std::move(*synthetic));
+  }
+  auto folder = ImageFolderDataset::Open(SplitPath(path, split), channels);
+  if (!folder.ok()) return folder.status();
+  return std::shared_ptr<const Dataset>(std::move(*folder));
 }
 
 }  // namespace gradsync

@@ -1,6 +1,7 @@
 // Dataset: random access to labelled images. ImageFolderDataset is
 // torchvision's ImageFolder (classes = sorted sub-folders, samples sorted by
-// path) decoded by image_decoder.h.
+// path) decoded by image_decoder.h; OpenDataset opens a split of whatever a
+// data set path names (a folder, or synthetic_dataset.h's "synthetic:...").
 //
 // Implementations are immutable after construction; Load() is thread-safe.
 #pragma once
@@ -23,6 +24,8 @@ class Dataset {
   virtual int64_t label(int64_t index) const = 0;
   // Names the sample in errors (its file path for image folders).
   virtual std::string name(int64_t index) const = 0;
+  // Labels lie in [0, num_classes()).
+  virtual int num_classes() const = 0;
   // The decoded 8-bit HWC image (RGB or grayscale). Errors name the sample.
   virtual absl::StatusOr<Image> Load(int64_t index) const = 0;
 };
@@ -36,6 +39,9 @@ class ImageFolderDataset : public Dataset {
   int64_t size() const override { return index_.samples.size(); }
   int64_t label(int64_t i) const override { return index_.samples[i].label; }
   std::string name(int64_t i) const override { return index_.samples[i].path; }
+  int num_classes() const override {
+    return static_cast<int>(index_.classes.size());
+  }
   absl::StatusOr<Image> Load(int64_t index) const override;
   const std::vector<std::string>& classes() const { return index_.classes; }
 
@@ -45,5 +51,11 @@ class ImageFolderDataset : public Dataset {
   const ImageFolderIndex index_;
   const int channels_;
 };
+
+// Split `split` of the data set `path`: SyntheticDataset::Open for a
+// "synthetic:" path, else the ImageFolderDataset at SplitPath(path, split).
+// `channels` as ImageFolderDataset::Open. Errors as those.
+absl::StatusOr<std::shared_ptr<const Dataset>> OpenDataset(
+    const std::string& path, const std::string& split, int channels);
 
 }  // namespace gradsync

@@ -16,6 +16,7 @@ class FakeDataset : public Dataset {
   FakeDataset(int64_t n, std::set<int64_t> bad = {}) : n_(n), bad_(bad) {}
   int64_t size() const override { return n_; }
   int64_t label(int64_t i) const override { return i % 10; }
+  int num_classes() const override { return 10; }
   std::string name(int64_t i) const override {
     return "/fake/" + std::to_string(i) + ".png";
   }

@@ -25,18 +25,17 @@ double MsSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-absl::StatusOr<std::shared_ptr<ImageFolderDataset>> OpenSplit(
+absl::StatusOr<std::shared_ptr<const Dataset>> OpenSplit(
     const TrainSpec& spec, const std::string& split, int64_t expected) {
-  const std::string root = SplitPath(spec.dataset_path, split);
-  auto dataset = ImageFolderDataset::Open(root, spec.channels);
+  auto dataset = OpenDataset(spec.dataset_path, split, spec.channels);
   if (!dataset.ok()) return dataset.status();
   if ((*dataset)->size() != expected) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "%s holds %d samples here but the coordinator counted %d: the data "
         "set differs between hosts",
-        root, (*dataset)->size(), expected));
+        SplitPath(spec.dataset_path, split), (*dataset)->size(), expected));
   }
-  return std::shared_ptr<ImageFolderDataset>(std::move(*dataset));
+  return *dataset;
 }
 
 std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(
@@ -76,7 +75,7 @@ double ParamSum(torch::nn::Module& model) {
 
 // What one Train() call builds before its first step.
 struct Session {
-  std::shared_ptr<ImageFolderDataset> train_set;
+  std::shared_ptr<const Dataset> train_set;
   std::unique_ptr<BatchLoader> loader;
   std::unique_ptr<BatchLoader> eval_loader;  // null without an eval split
   std::shared_ptr<ImageClassifier> model;
@@ -91,7 +90,7 @@ absl::Status OpenData(const TrainContext& c, Session& s) {
   auto train_set = OpenSplit(spec, spec.split, c.train_samples);
   if (!train_set.ok()) return train_set.status();
   s.train_set = *train_set;
-  std::shared_ptr<ImageFolderDataset> eval_set;
+  std::shared_ptr<const Dataset> eval_set;
   if (!spec.eval_split.empty()) {
     auto opened = OpenSplit(spec, spec.eval_split, c.eval_samples);
     if (!opened.ok()) return opened.status();
@@ -128,7 +127,7 @@ absl::Status BuildModel(const TrainContext& c, Session& s) {
   shape.channels = s.loader->channels();
   shape.height = s.loader->height();
   shape.width = s.loader->width();
-  shape.classes = static_cast<int>(s.train_set->classes().size());
+  shape.classes = s.train_set->num_classes();
   auto model = MakeModel(c.spec.model, shape);
   if (!model.ok()) return model.status();
   s.model = *model;

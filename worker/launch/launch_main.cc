@@ -1,0 +1,194 @@
+// gradsync-launch: trains on one host with no coordinator, as
+// `torchrun --standalone --nproc-per-node N train.py` does for PyTorch:
+//   gradsync-launch --nproc-per-node 2 --dataset data/fashion_mnist
+//       --eval-split test --model fashion_cnn --epochs 1 --batch-size 64
+// The launcher starts N copies of itself (worker/launch/local_launcher.h);
+// each copy sees RANK/LOCAL_RANK/WORLD_SIZE, meets the others through a
+// FileStore in a fresh temporary directory and trains one rank
+// (standalone_rank.h). Rank 0 prints progress; the exit code is 0 only when
+// every rank finished.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "gradsync/config.h"
+#include "worker/comm/devices.h"
+#include "worker/launch/local_launcher.h"
+#include "worker/launch/standalone_rank.h"
+
+namespace {
+
+constexpr char kStoreEnv[] = "GRADSYNC_LAUNCH_STORE";
+
+int EnvInt(const char* name) {
+  int value = -1;
+  const char* text = std::getenv(name);
+  if (text == nullptr || !absl::SimpleAtoi(text, &value)) return -1;
+  return value;
+}
+
+// "auto": nccl when this LibTorch has CUDA and there is a GPU per rank (as
+// a DDP user picks nccl on GPU hosts), else gloo.
+absl::StatusOr<gradsync::Backend> PickBackend(const std::string& name,
+                                              int nproc) {
+  if (name == "gloo") return gradsync::Backend::kGloo;
+  if (name == "nccl") return gradsync::Backend::kNccl;
+  if (name != "auto") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--backend must be auto, gloo or nccl (got '", name,
+                     "')"));
+  }
+  const int gpus =
+      static_cast<int>(gradsync::DiscoverDevices().cuda.size());
+  const bool cuda = gradsync::ComputeDevice(gradsync::Backend::kNccl, 0).ok();
+  return GRADSYNC_WITH_NCCL && cuda && gpus >= nproc
+             ? gradsync::Backend::kNccl
+             : gradsync::Backend::kGloo;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "gradsync-launch: N local ranks, no coordinator (torchrun --standalone)"};
+  gradsync::StandaloneRankOptions o;
+  gradsync::TrainSpec& spec = o.spec;
+  int nproc = 1;
+  std::string backend = "auto", optimizer = "adam", compression = "none";
+  double timeout_s = 60;
+  bool no_shuffle = false;
+  app.add_option("--nproc-per-node", nproc, "ranks to start (default 1)");
+  app.add_option("--backend", backend, "auto|gloo|nccl (default auto)");
+  app.add_option("--dataset", spec.dataset_path,
+                 "image-folder root or synthetic:cifar10")
+      ->required();
+  app.add_option("--split", spec.split, "training split (default train)");
+  app.add_option("--eval-split", spec.eval_split, "evaluation split");
+  app.add_option("--channels", spec.channels, "0 as stored, 1 or 3");
+  app.add_option("--model", spec.model, "fashion_cnn|lenet|resnet18|mlp")
+      ->required();
+  app.add_option("--epochs", spec.epochs, "epochs (default 1)");
+  app.add_option("--batch-size", spec.batch_size, "batch size per rank")
+      ->required();
+  app.add_option("--optimizer", optimizer, "adam|sgd (default adam)");
+  app.add_option("--lr", spec.learning_rate, "learning rate (default 1e-3)");
+  app.add_option("--momentum", spec.momentum, "sgd momentum");
+  app.add_option("--weight-decay", spec.weight_decay, "weight decay");
+  app.add_option("--seed", spec.seed, "sampler and init seed");
+  app.add_flag("--no-shuffle", no_shuffle, "do not shuffle per epoch");
+  app.add_flag("--drop-last", o.drop_last, "drop the uneven tail");
+  app.add_option("--loader-threads", spec.loader_threads, "loader threads");
+  app.add_option("--prefetch", spec.prefetch_depth, "batches per thread");
+  app.add_option("--augmentation", spec.augmentation,
+                 "none|affine|crop_flip");
+  app.add_option("--grad-accumulation", spec.grad_accumulation_steps,
+                 "micro-batches per step");
+  app.add_option("--compression", compression, "none|fp16|bf16 (gradients)");
+  app.add_option("--bucket-cap-bytes", spec.bucket_cap_bytes,
+                 "gradient bucket size");
+  app.add_option("--checkpoint-dir", spec.checkpoint_directory,
+                 "rank 0 writes checkpoints here");
+  app.add_option("--checkpoint-interval", spec.checkpoint_interval_steps,
+                 "steps between checkpoints (0: at the end)");
+  app.add_option("--resume-from", spec.resume_from, "checkpoint to resume");
+  app.add_option("--timeout", timeout_s,
+                 "seconds for the rendezvous and each collective");
+  app.add_option("--log-every", o.log_every, "steps between progress lines");
+  app.add_option("--metrics-out", o.metrics_out,
+                 "rank 0 appends a JSON line per step here");
+  CLI11_PARSE(app, argc, argv);
+
+  o.shuffle = !no_shuffle;
+  o.timeout = absl::Seconds(timeout_s);
+  if (optimizer == "sgd") {
+    spec.optimizer = gradsync::OptimizerKind::kSgd;
+  } else if (optimizer != "adam") {
+    std::cerr << "gradsync-launch: --optimizer must be adam or sgd\n";
+    return 2;
+  }
+  if (compression == "fp16") {
+    spec.compression = gradsync::WireCompression::kFp16;
+  } else if (compression == "bf16") {
+    spec.compression = gradsync::WireCompression::kBf16;
+  } else if (compression != "none") {
+    std::cerr << "gradsync-launch: --compression must be none, fp16 or bf16\n";
+    return 2;
+  }
+  spec.description = absl::StrCat("gradsync-launch ", spec.model, " on ",
+                                   spec.dataset_path);
+  // The ranks take the backend the launcher picked.
+  if (const char* picked = std::getenv("GRADSYNC_LAUNCH_BACKEND")) {
+    backend = picked;
+  }
+  auto picked = PickBackend(backend, nproc);
+  if (!picked.ok()) {
+    std::cerr << "gradsync-launch: " << picked.status().message() << "\n";
+    return 2;
+  }
+  o.backend = *picked;
+
+  if (const char* store = std::getenv(kStoreEnv); store != nullptr) {
+    // A rank started by the launcher below.
+    o.store_dir = store;
+    o.rank = EnvInt("RANK");
+    o.world_size = EnvInt("WORLD_SIZE");
+    o.local_rank = EnvInt("LOCAL_RANK");
+    if (o.rank < 0 || o.world_size < 1 || o.local_rank < 0) {
+      std::cerr << "gradsync-launch: RANK, WORLD_SIZE and LOCAL_RANK must be "
+                   "set for a rank\n";
+      return 2;
+    }
+    auto result = gradsync::RunStandaloneRank(o, std::cout);
+    if (!result.ok()) {
+      std::cerr << "[rank " << o.rank << "] " << result.status() << "\n";
+      return 1;
+    }
+    if (o.rank == 0) {
+      std::cout << "[rank 0] done: " << result->steps << " steps"
+                << (result->accuracy >= 0
+                        ? absl::StrCat(", test accuracy ",
+                                       100 * result->accuracy, "%")
+                        : "")
+                << (result->checkpoint.empty()
+                        ? ""
+                        : ", checkpoint " + result->checkpoint)
+                << std::endl;
+    }
+    return 0;
+  }
+
+  // The launcher: a fresh rendezvous directory, N ranks, supervision.
+  std::string dir = (std::filesystem::temp_directory_path() /
+                     "gradsync-launch-XXXXXX")
+                        .string();
+  if (mkdtemp(dir.data()) == nullptr) {
+    std::cerr << "gradsync-launch: cannot create a rendezvous directory in "
+              << std::filesystem::temp_directory_path() << "\n";
+    return 1;
+  }
+  std::cout << "gradsync-launch: " << nproc << " rank(s), backend "
+            << gradsync::BackendName(o.backend) << ", rendezvous " << dir
+            << std::endl;
+  gradsync::LocalLaunch launch;
+  launch.program = "/proc/self/exe";
+  launch.argv.assign(argv, argv + argc);
+  launch.nproc = nproc;
+  launch.env = {{kStoreEnv, dir},
+                {"GRADSYNC_LAUNCH_BACKEND", gradsync::BackendName(o.backend)}};
+  const absl::Status status = gradsync::LaunchLocalRanks(launch);
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  if (!status.ok()) {
+    std::cerr << "gradsync-launch: " << status.message() << "\n";
+    return 1;
+  }
+  std::cout << "gradsync-launch: " << nproc << " rank(s) finished"
+            << std::endl;
+  return 0;
+}
