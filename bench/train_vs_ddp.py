@@ -12,6 +12,8 @@ accuracy of both after the same number of epochs. --scaling also runs gradsync o
 
 Usage: bench/train_vs_ddp.py [--bin build/bin] [--data data/fashion-mnist]
        [--epochs 1] [--seeds 0,1,2] [--scaling]
+       bench/train_vs_ddp.py --device cuda [--bin build-gpu/cmake/bin]
+       [--results DIR]   (GPUs, nccl: bench/train_vs_ddp_cuda.py)
 """
 import argparse
 import json
@@ -163,10 +165,20 @@ def main():
                    help="comma-separated seeds; one run of each side per seed")
     p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--scaling", action="store_true")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--gpus", type=int, default=0, help="cuda: 0 = all")
+    p.add_argument("--batch-size", type=int, default=256, help="cuda")
+    p.add_argument("--loader-workers", type=int, default=8, help="cuda")
+    p.add_argument("--precision", default="32",
+                   choices=["32", "bf16-mixed"], help="cuda")
+    p.add_argument("--results", help="cuda: write the figures here (JSON)")
     p.add_argument("--ddp-rank", type=int, help=argparse.SUPPRESS)
     p.add_argument("--init", help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
     a = p.parse_args()
+    if a.device == "cuda":
+        import train_vs_ddp_cuda
+        return train_vs_ddp_cuda.main(a)
     if a.ddp_rank is not None:
         ddp_rank(a.ddp_rank, 2, a.init, a.data, a.epochs, a.out, a.seed)
         return 0
