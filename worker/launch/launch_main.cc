@@ -7,6 +7,7 @@
 // FileStore in a fresh temporary directory and trains one rank
 // (standalone_rank.h). Rank 0 prints progress; the exit code is 0 only when
 // every rank finished.
+#include <ATen/Parallel.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -144,6 +145,9 @@ int main(int argc, char** argv) {
                    "set for a rank\n";
       return 2;
     }
+    if (const int threads = EnvInt("OMP_NUM_THREADS"); threads > 0) {
+      at::set_num_threads(threads);
+    }
     auto result = gradsync::RunStandaloneRank(o, std::cout);
     if (!result.ok()) {
       std::cerr << "[rank " << o.rank << "] " << result.status() << "\n";
@@ -181,6 +185,14 @@ int main(int argc, char** argv) {
   launch.nproc = nproc;
   launch.env = {{kStoreEnv, dir},
                 {"GRADSYNC_LAUNCH_BACKEND", gradsync::BackendName(o.backend)}};
+  // As torchrun: ranks sharing a host get one compute thread each unless
+  // the user says otherwise.
+  if (nproc > 1 && std::getenv("OMP_NUM_THREADS") == nullptr) {
+    std::cout << "gradsync-launch: OMP_NUM_THREADS=1 for each rank (set it "
+                 "to use more compute threads per rank)"
+              << std::endl;
+    launch.env.emplace_back("OMP_NUM_THREADS", "1");
+  }
   const absl::Status status = gradsync::LaunchLocalRanks(launch);
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
