@@ -15,7 +15,8 @@ namespace gradsync::cli {
 struct JobFlags {
   std::string file;
   std::optional<std::string> name, dataset, split, eval_split, model, optimizer,
-      augmentation, backend, checkpoint_dir, compression, resume_from,
+      augmentation, backend, checkpoint_dir, compression, precision,
+      resume_from,
       resume_snapshot;  // JOB or JOB:STEP
   std::optional<int> epochs, batch_size, loader_threads, prefetch_depth,
       workers, min_workers, max_workers, channels, grad_accumulation,

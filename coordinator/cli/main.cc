@@ -107,6 +107,8 @@ int main(int argc, char** argv) {
                      "batches per synchronised optimizer step");
   submit->add_option("--compression", f.compression,
                      "gradient all-reduce: none|fp16|bf16");
+  submit->add_option("--precision", f.precision,
+                     "32|bf16-mixed|16-mixed (16-mixed: GPUs only)");
   submit->add_option("--max-restarts", f.max_restarts,
                      "new rendezvous after a failure, at most this often "
                      "(default 3; 0 = fail at once)");

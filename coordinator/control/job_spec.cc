@@ -160,6 +160,16 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
   if (!v1::GradientCompression_IsValid(spec.gradient_compression())) {
     return Invalid("gradient_compression", "is unknown");
   }
+  if (!v1::Precision_IsValid(spec.precision())) {
+    return Invalid("precision", "is unknown");
+  }
+  if (spec.precision() == v1::PRECISION_16_MIXED &&
+      spec.backend() == v1::BACKEND_GLOO) {
+    return Invalid("precision",
+                   "16-mixed needs GPUs (float16 autocast with loss scaling "
+                   "is a CUDA feature): use backend nccl or auto, or "
+                   "bf16-mixed on CPUs");
+  }
   if (spec.bucket_cap_bytes() < 1024) {
     return Invalid(
         "bucket_cap_bytes",

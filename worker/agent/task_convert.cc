@@ -32,6 +32,16 @@ TrainSpec ToTrainSpec(const v1::JobSpec& spec) {
     default:
       t.compression = WireCompression::kNone;
   }
+  switch (spec.precision()) {
+    case v1::PRECISION_BF16_MIXED:
+      t.precision = Precision::kBf16Mixed;
+      break;
+    case v1::PRECISION_16_MIXED:
+      t.precision = Precision::k16Mixed;
+      break;
+    default:
+      t.precision = Precision::k32;
+  }
   t.bucket_cap_bytes = spec.bucket_cap_bytes();
   t.checkpoint_directory = spec.checkpoint().directory();
   t.checkpoint_interval_steps = spec.checkpoint().interval_steps();

@@ -22,6 +22,7 @@
 #include "worker/comm/devices.h"
 #include "worker/launch/local_launcher.h"
 #include "worker/launch/standalone_rank.h"
+#include "worker/train/precision.h"
 
 namespace {
 
@@ -61,7 +62,8 @@ int main(int argc, char** argv) {
   gradsync::StandaloneRankOptions o;
   gradsync::TrainSpec& spec = o.spec;
   int nproc = 1;
-  std::string backend = "auto", optimizer = "adam", compression = "none";
+  std::string backend = "auto", optimizer = "adam", compression = "none",
+              precision = "32";
   double timeout_s = 60;
   bool no_shuffle = false;
   app.add_option("--nproc-per-node", nproc, "ranks to start (default 1)");
@@ -91,6 +93,7 @@ int main(int argc, char** argv) {
   app.add_option("--grad-accumulation", spec.grad_accumulation_steps,
                  "micro-batches per step");
   app.add_option("--compression", compression, "none|fp16|bf16 (gradients)");
+  app.add_option("--precision", precision, "32|bf16-mixed|16-mixed");
   app.add_option("--bucket-cap-bytes", spec.bucket_cap_bytes,
                  "gradient bucket size");
   app.add_option("--checkpoint-dir", spec.checkpoint_directory,
@@ -119,6 +122,12 @@ int main(int argc, char** argv) {
     spec.compression = gradsync::WireCompression::kBf16;
   } else if (compression != "none") {
     std::cerr << "gradsync-launch: --compression must be none, fp16 or bf16\n";
+    return 2;
+  }
+  if (auto p = gradsync::ParsePrecision(precision); p.ok()) {
+    spec.precision = *p;
+  } else {
+    std::cerr << "gradsync-launch: --" << p.status().message() << "\n";
     return 2;
   }
   spec.description = absl::StrCat("gradsync-launch ", spec.model, " on ",

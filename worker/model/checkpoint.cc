@@ -208,6 +208,16 @@ absl::StatusOr<std::string> WriteCheckpoint(
   checkpoint.insert("batch_size", position.batch_size);
   checkpoint.insert("rng_state", rng);
   checkpoint.insert("metadata", meta);
+  if (position.scaler) {
+    const ScalerState& sc = *position.scaler;
+    GenericDict scaler = StringKeyed();
+    scaler.insert("scale", sc.scale);
+    scaler.insert("growth_factor", sc.growth_factor);
+    scaler.insert("backoff_factor", sc.backoff_factor);
+    scaler.insert("growth_interval", sc.growth_interval);
+    scaler.insert("_growth_tracker", sc.growth_tracker);
+    checkpoint.insert("scaler", scaler);
+  }
 
   const std::vector<char> bytes = torch::pickle_save(IValue(checkpoint));
   const std::string path =
@@ -294,6 +304,16 @@ absl::StatusOr<TrainPosition> RestoreCheckpoint(
     position.step = checkpoint.at("step").toInt();
     position.world_size = checkpoint.at("world_size").toInt();
     position.batch_size = checkpoint.at("batch_size").toInt();
+    if (checkpoint.contains("scaler")) {
+      const GenericDict scaler = checkpoint.at("scaler").toGenericDict();
+      ScalerState sc;
+      sc.scale = scaler.at("scale").toDouble();
+      sc.growth_factor = scaler.at("growth_factor").toDouble();
+      sc.backoff_factor = scaler.at("backoff_factor").toDouble();
+      sc.growth_interval = scaler.at("growth_interval").toInt();
+      sc.growth_tracker = scaler.at("_growth_tracker").toInt();
+      position.scaler = sc;
+    }
     return position;
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(

@@ -11,6 +11,9 @@
 //                batches trained so far; "world_size", "batch_size": the
 //                sharding that position refers to
 //   "rng_state": torch.get_rng_state() of the writer (dropout etc.)
+//   "scaler":    16-mixed runs only: torch.amp.GradScaler.state_dict()
+//                ("scale", "growth_factor", "backoff_factor",
+//                "growth_interval", "_growth_tracker")
 //   "metadata":  strings (torchrun names RANK, WORLD_SIZE, ..., job id, spec)
 //
 // Restoring takes the bytes of such a file (rank 0 reads them and broadcasts
@@ -25,6 +28,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +36,16 @@
 #include "absl/status/statusor.h"
 
 namespace gradsync {
+
+// torch.amp.GradScaler's state (its defaults here); see
+// worker/train/grad_scaler.h.
+struct ScalerState {
+  double scale = 65536.0;
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  int64_t growth_interval = 2000;
+  int64_t growth_tracker = 0;  // clean steps since the scale last changed
+};
 
 struct TrainPosition {
   int64_t epoch = 0;        // epoch of the next batch
@@ -41,6 +55,8 @@ struct TrainPosition {
   // only means the same samples under the same sharding.
   int64_t world_size = 1;
   int64_t batch_size = 0;
+  // The loss scaler of a 16-mixed run ("scaler"); empty otherwise.
+  std::optional<ScalerState> scaler;
 };
 
 // Writes a checkpoint of `model`, `optimizer` and the torch CPU RNG into

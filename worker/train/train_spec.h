@@ -14,6 +14,8 @@ namespace gradsync {
 
 enum class OptimizerKind { kAdam, kSgd };
 enum class WireCompression { kNone, kFp16, kBf16 };
+// Lightning's "32", "bf16-mixed", "16-mixed" (worker/train/precision.h).
+enum class Precision { k32, kBf16Mixed, k16Mixed };
 
 struct TrainSpec {
   // Data: <dataset_path>/<split>/<class>/<file> (ImageFolder layout).
@@ -33,6 +35,7 @@ struct TrainSpec {
   double learning_rate = 1e-3;
   double momentum = 0;
   double weight_decay = 0;
+  Precision precision = Precision::k32;
   // Gradient synchronisation (DDP).
   int grad_accumulation_steps = 1;
   WireCompression compression = WireCompression::kNone;
@@ -61,6 +64,10 @@ struct StepReport {
   int64_t time_unix_ms = 0;
   int64_t skipped_samples = 0;  // corrupt files skipped so far
   double param_checksum = 0;    // 0 except on checksum steps
+  // 16-mixed: the loss scale this step used, and whether its gradients
+  // overflowed so every rank skipped the optimizer step (grad_scaler.h).
+  double loss_scale = 0;
+  bool step_skipped = false;
 };
 
 // Evaluation at an epoch's end, over every rank's part (rank 0 reports).

@@ -14,6 +14,8 @@
 #include "worker/model/models.h"
 #include "worker/reducer/reducer.h"
 #include "worker/train/evaluate.h"
+#include "worker/train/grad_scaler.h"
+#include "worker/train/precision.h"
 #include "worker/train/resume.h"
 
 namespace gradsync {
@@ -134,6 +136,9 @@ absl::Status BuildModel(const TrainContext& c, Session& s) {
   auto device = ComputeDevice(c.comm->backend(), c.cuda_device);
   if (!device.ok()) return device.status();
   s.device = *device;
+  if (absl::Status st = CheckPrecision(c.spec.precision, s.device); !st.ok()) {
+    return st;
+  }
   s.model->to(s.device);
   if (absl::Status st = Reducer::BroadcastModel(*s.model, *c.comm); !st.ok()) {
     return st;
@@ -155,8 +160,11 @@ class Loop {
         start_(start),
         step_(start.step),
         accumulate_(std::max(1, c.spec.grad_accumulation_steps)),
+        scaled_(c.spec.precision == Precision::k16Mixed),
+        scaler_(start.scaler.value_or(ScalerState{})),
         metadata_(c.metadata) {
     metadata_["job_spec"] = c.spec.description;
+    metadata_["precision"] = PrecisionName(c.spec.precision);
   }
 
   absl::StatusOr<TrainResult> Run() {
@@ -217,15 +225,32 @@ class Loop {
     const bool sync =
         micro == accumulate_ - 1 || batch.index == steps_per_epoch - 1;
     if (micro == 0) s_.optimizer->zero_grad();
-    torch::Tensor loss = torch::nn::functional::cross_entropy(
-        s_.model->forward(batch.images.to(s_.device, /*non_blocking=*/true)),
-        batch.labels.to(s_.device, /*non_blocking=*/true));
+    torch::Tensor loss;
+    {
+      // Forward and loss in the run's precision (precision.h).
+      AutocastScope autocast(c_.spec.precision, s_.device);
+      loss = torch::nn::functional::cross_entropy(
+          s_.model->forward(batch.images.to(s_.device, /*non_blocking=*/true)),
+          batch.labels.to(s_.device, /*non_blocking=*/true));
+    }
     s_.reducer->set_require_sync(sync);
     if (sync) s_.reducer->PrepareForBackward();
-    (accumulate_ > 1 ? loss / accumulate_ : loss).backward();
+    torch::Tensor objective = accumulate_ > 1 ? loss / accumulate_ : loss;
+    const double loss_scale = scaled_ ? scaler_.scale() : 0;
+    (scaled_ ? scaler_.Scale(objective) : objective).backward();
+    bool skipped = false;
     if (sync) {
       if (absl::Status s = s_.reducer->Finalize(); !s.ok()) return s;
-      s_.optimizer->step();
+      if (scaled_) {
+        // 16-mixed: every rank agrees to skip a step whose gradients
+        // overflowed on any rank (grad_scaler.h).
+        auto overflow =
+            scaler_.UnscaleAndCheck(s_.model->parameters(), *c_.comm);
+        if (!overflow.ok()) return overflow.status();
+        skipped = *overflow;
+        scaler_.Update(skipped);
+      }
+      if (!skipped) s_.optimizer->step();
     }
     ++step_;
     if (c_.step) c_.step->store(step_);
@@ -250,6 +275,8 @@ class Loop {
     m.samples_per_sec = batch.images.size(0) * 1000.0 / step_ms;
     m.time_unix_ms = absl::ToUnixMillis(absl::Now());
     m.skipped_samples = s_.loader->skipped_total();
+    m.loss_scale = loss_scale;
+    m.step_skipped = skipped;
     if (c_.checksum_every > 0 && step_ % c_.checksum_every == 0) {
       if (absl::Status s = CheckParameters(m); !s.ok()) return s;
     }
@@ -295,8 +322,13 @@ class Loop {
     if (c_.rank != 0 || c_.spec.checkpoint_directory.empty()) {
       return absl::OkStatus();
     }
-    TrainPosition at{epoch, epoch_batch, step_, c_.world_size,
-                     c_.spec.batch_size};
+    TrainPosition at;
+    at.epoch = epoch;
+    at.epoch_batch = epoch_batch;
+    at.step = step_;
+    at.world_size = c_.world_size;
+    at.batch_size = c_.spec.batch_size;
+    if (scaled_) at.scaler = scaler_.state();
     auto path = WriteCheckpoint(*s_.model, *s_.optimizer, at, metadata_,
                                 c_.spec.checkpoint_directory);
     if (!path.ok()) return path.status();
@@ -313,6 +345,8 @@ class Loop {
   const TrainPosition start_;
   int64_t step_;
   const int accumulate_;
+  const bool scaled_;  // 16-mixed: dynamic loss scaling
+  GradScaler scaler_;
   std::map<std::string, std::string> metadata_;
   std::ofstream trace_;
   TrainResult result_;

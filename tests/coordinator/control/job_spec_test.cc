@@ -73,6 +73,17 @@ TEST(JobSpecTest, UnknownModel) {
   ExpectInvalid(spec, "model");
 }
 
+TEST(JobSpecTest, SixteenMixedNeedsGpus) {
+  v1::JobSpec spec = ValidSpec();
+  spec.set_precision(v1::PRECISION_16_MIXED);
+  spec.set_backend(v1::BACKEND_GLOO);
+  ExpectInvalid(spec, "precision");
+  spec.set_backend(v1::BACKEND_NCCL);
+  EXPECT_TRUE(ValidateJobSpec(spec, 0).ok());
+  spec.set_precision(static_cast<v1::Precision>(9));
+  ExpectInvalid(spec, "precision");
+}
+
 TEST(JobSpecTest, MissingDatasetPath) {
   v1::JobSpec spec = ValidSpec();
   spec.mutable_dataset()->clear_path();

@@ -25,6 +25,7 @@ TEST(TaskConvertTest, EveryJobSpecFieldTheTrainerUsesArrives) {
   spec.set_grad_accumulation_steps(2);
   spec.set_gradient_compression(v1::GRADIENT_COMPRESSION_BF16);
   spec.set_bucket_cap_bytes(1 << 20);
+  spec.set_precision(v1::PRECISION_BF16_MIXED);
   spec.mutable_checkpoint()->set_directory("/ckpt");
   spec.mutable_checkpoint()->set_interval_steps(7);
   spec.mutable_checkpoint()->set_resume_from("/ckpt/model-step-7.pt");
@@ -48,6 +49,7 @@ TEST(TaskConvertTest, EveryJobSpecFieldTheTrainerUsesArrives) {
   EXPECT_EQ(t.grad_accumulation_steps, 2);
   EXPECT_EQ(t.compression, WireCompression::kBf16);
   EXPECT_EQ(t.bucket_cap_bytes, 1 << 20);
+  EXPECT_EQ(t.precision, Precision::kBf16Mixed);
   EXPECT_EQ(t.checkpoint_directory, "/ckpt");
   EXPECT_EQ(t.checkpoint_interval_steps, 7);
   EXPECT_EQ(t.resume_from, "/ckpt/model-step-7.pt");
@@ -57,6 +59,10 @@ TEST(TaskConvertTest, EveryJobSpecFieldTheTrainerUsesArrives) {
   spec.set_gradient_compression(v1::GRADIENT_COMPRESSION_FP16);
   EXPECT_EQ(ToTrainSpec(spec).optimizer, OptimizerKind::kAdam);
   EXPECT_EQ(ToTrainSpec(spec).compression, WireCompression::kFp16);
+  spec.set_precision(v1::PRECISION_16_MIXED);
+  EXPECT_EQ(ToTrainSpec(spec).precision, Precision::k16Mixed);
+  spec.clear_precision();
+  EXPECT_EQ(ToTrainSpec(spec).precision, Precision::k32);
 }
 
 TEST(TaskConvertTest, BackendsAndReports) {

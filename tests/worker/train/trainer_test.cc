@@ -220,6 +220,45 @@ namespace {
 
 // An nccl rank never trains on the CPU: without CUDA in LibTorch it fails
 // with the reason (with CUDA it runs on the GPU it was given).
+// bf16-mixed runs forward and loss under CPU autocast: it trains (finite,
+// falling loss) and its numbers differ from float32's, so autocast was on.
+TEST_F(TrainerTest, Bf16MixedTrainsOnTheCpu) {
+  TrainSpec fp32 = Spec(Dir("fp32"));
+  fp32.augmentation = "none";
+  fp32.epochs = 3;
+  TrainSpec bf16 = fp32;
+  bf16.checkpoint_directory = Dir("bf16");
+  bf16.precision = Precision::kBf16Mixed;
+  auto a = Run(fp32);
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto b = Run(bf16);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const auto ma = Load(a->checkpoint).at("model").toGenericDict();
+  const auto mb = Load(b->checkpoint).at("model").toGenericDict();
+  bool differs = false;
+  for (const auto& item : ma) {
+    const torch::Tensor wb = mb.at(item.key().toStringRef()).toTensor();
+    ASSERT_TRUE(torch::isfinite(wb).all().item<bool>());
+    if (wb.is_floating_point()) {
+      EXPECT_EQ(wb.dtype(), torch::kFloat32);  // parameters stay float32
+    }
+    differs = differs || !torch::equal(item.value().toTensor(), wb);
+  }
+  EXPECT_TRUE(differs) << "bf16-mixed gave float32's exact parameters";
+  const auto meta = Load(b->checkpoint).at("metadata").toGenericDict();
+  EXPECT_EQ(meta.at("precision").toStringRef(), "bf16-mixed");
+}
+
+TEST_F(TrainerTest, SixteenMixedIsRefusedOnTheCpu) {
+  TrainSpec spec = Spec("");
+  spec.precision = Precision::k16Mixed;
+  auto result = Run(spec);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(result.status().message().find("16-mixed needs a GPU"),
+            std::string::npos)
+      << result.status();
+}
+
 TEST(ComputeDeviceTest, NcclNeedsALibTorchWithCuda) {
   auto gloo = ComputeDevice(Backend::kGloo, 0);
   ASSERT_TRUE(gloo.ok());

@@ -1,0 +1,72 @@
+// Checkpoint fields beyond the model and optimizer: the loss scaler of a
+// 16-mixed run survives a write and a restore, and runs without one write
+// none.
+#include "worker/model/checkpoint.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "worker/model/models.h"
+
+namespace gradsync {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (fs::path(::testing::TempDir()) / "gradsync_checkpoint_test").string();
+    fs::remove_all(dir_);
+    ModelShape shape;
+    shape.channels = 1;
+    shape.height = shape.width = 12;
+    shape.classes = 3;
+    model_ = *MakeModel("lenet", shape);
+    optimizer_ = std::make_unique<torch::optim::SGD>(
+        model_->parameters(), torch::optim::SGDOptions(0.1));
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  TrainPosition RoundTrip(const TrainPosition& at) {
+    auto path = WriteCheckpoint(*model_, *optimizer_, at, {}, dir_);
+    EXPECT_TRUE(path.ok()) << path.status();
+    auto bytes = ReadFileBytes(*path);
+    EXPECT_TRUE(bytes.ok());
+    auto back = RestoreCheckpoint(*bytes, *path, *model_, *optimizer_);
+    EXPECT_TRUE(back.ok()) << back.status();
+    return *back;
+  }
+
+  std::string dir_;
+  std::shared_ptr<ImageClassifier> model_;
+  std::unique_ptr<torch::optim::SGD> optimizer_;
+};
+
+TEST_F(CheckpointTest, LossScalerStateSurvives) {
+  TrainPosition at;
+  at.step = 7;
+  ScalerState scaler;
+  scaler.scale = 2048;
+  scaler.growth_tracker = 123;
+  scaler.growth_interval = 500;
+  at.scaler = scaler;
+  const TrainPosition back = RoundTrip(at);
+  EXPECT_EQ(back.step, 7);
+  ASSERT_TRUE(back.scaler.has_value());
+  EXPECT_EQ(back.scaler->scale, 2048);
+  EXPECT_EQ(back.scaler->growth_tracker, 123);
+  EXPECT_EQ(back.scaler->growth_interval, 500);
+  EXPECT_EQ(back.scaler->growth_factor, 2.0);
+  EXPECT_EQ(back.scaler->backoff_factor, 0.5);
+}
+
+TEST_F(CheckpointTest, NoScalerWithoutLossScaling) {
+  TrainPosition at;
+  at.step = 3;
+  EXPECT_FALSE(RoundTrip(at).scaler.has_value());
+}
+
+}  // namespace
+}  // namespace gradsync
