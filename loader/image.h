@@ -50,7 +50,9 @@ class Image {
   // The first byte of row y / of pixel (y, x); no bounds checks.
   uint8_t* row(int y) { return pixels_.data() + y * row_bytes(); }
   const uint8_t* row(int y) const { return pixels_.data() + y * row_bytes(); }
-  uint8_t* at(int y, int x) { return row(y) + static_cast<size_t>(x) * channels_; }
+  uint8_t* at(int y, int x) {
+    return row(y) + static_cast<size_t>(x) * channels_;
+  }
   const uint8_t* at(int y, int x) const {
     return row(y) + static_cast<size_t>(x) * channels_;
   }

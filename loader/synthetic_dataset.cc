@@ -33,16 +33,16 @@ uint8_t ClassColour(int k, int c, int q) {
 absl::StatusOr<std::unique_ptr<SyntheticDataset>> SyntheticDataset::Open(
     const std::string& path, const std::string& split, int channels) {
   if (!absl::StartsWith(path, kSyntheticPrefix)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, " is not a synthetic data set (synthetic:<preset>)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " is not a synthetic data set (synthetic:<preset>)"));
   }
   const std::string preset = path.substr(sizeof(kSyntheticPrefix) - 1);
   const Preset* p = nullptr;
   std::string known;
   for (const Preset& candidate : kPresets) {
     if (preset == candidate.name) p = &candidate;
-    absl::StrAppend(&known, known.empty() ? "" : ", ", "synthetic:",
-                    candidate.name);
+    absl::StrAppend(&known, known.empty() ? "" : ", ",
+                    "synthetic:", candidate.name);
   }
   if (p == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -58,14 +58,14 @@ absl::StatusOr<std::unique_ptr<SyntheticDataset>> SyntheticDataset::Open(
   } else if (split == "test") {
     size = p->test;
   } else {
-    return absl::NotFoundError(absl::StrCat(
-        path, " has no split '", split, "' (splits: train, test)"));
+    return absl::NotFoundError(absl::StrCat(path, " has no split '", split,
+                                            "' (splits: train, test)"));
   }
   ImageShape shape = p->shape;
   if (channels != 0) shape.channels = channels;
-  return std::unique_ptr<SyntheticDataset>(new SyntheticDataset(
-      absl::StrCat(path, "/", split), split == "train" ? 1 : 2, size, shape,
-      p->classes));
+  return std::unique_ptr<SyntheticDataset>(
+      new SyntheticDataset(absl::StrCat(path, "/", split),
+                           split == "train" ? 1 : 2, size, shape, p->classes));
 }
 
 int64_t SyntheticDataset::label(int64_t index) const {

@@ -1,6 +1,7 @@
 #include "tests/fakes/rank_threads.h"
 
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 
 #include <thread>
 #include <vector>
@@ -38,8 +39,9 @@ void RunThreads(Backend backend, int world, absl::Duration timeout,
 
 class SoloComm : public Communicator {
  public:
-  SoloComm() : Communicator(0, 1, std::make_shared<MemoryStore>(),
-                            absl::Seconds(60)) {}
+  SoloComm()
+      : Communicator(0, 1, std::make_shared<MemoryStore>(), absl::Seconds(60)) {
+  }
   Backend backend() const override { return Backend::kGloo; }
   absl::Status AllReduce(at::Tensor&, ReduceOp) override {
     Enter();
@@ -80,6 +82,24 @@ void RunGlooRanks(int world, absl::Duration timeout,
              });
 }
 #endif
+
+c10::Device RankDevice(Backend backend, int rank) {
+  return backend == Backend::kNccl
+             ? c10::Device(c10::kCUDA, static_cast<int8_t>(rank))
+             : c10::Device(c10::kCPU);
+}
+
+std::string CannotRunRanks(Backend backend, int world) {
+  if (backend != Backend::kNccl) return "";
+  if (!torch::cuda::is_available()) return "this LibTorch has no CUDA";
+  const int gpus = static_cast<int>(torch::cuda::device_count());
+  if (gpus < world) {
+    return "NCCL with " + std::to_string(world) + " ranks needs " +
+           std::to_string(world) + " GPUs; this machine has " +
+           std::to_string(gpus);
+  }
+  return "";
+}
 
 absl::StatusOr<std::unique_ptr<Communicator>> SoloCommunicator() {
   return std::unique_ptr<Communicator>(new SoloComm());

@@ -5,8 +5,11 @@
 // threads, one call each, all at once.
 #pragma once
 
+#include <c10/core/Device.h>
+
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -30,6 +33,13 @@ void RunGlooRanks(int world, absl::Duration timeout,
                   const std::function<void(int rank, Communicator&)>& body,
                   const GlooOptions& gloo);
 #endif
+
+// Where rank r of a `backend` group computes: cuda:r for NCCL, the CPU for
+// gloo.
+c10::Device RankDevice(Backend backend, int rank);
+// Empty when `world` ranks of `backend` can run here (NCCL: a CUDA LibTorch
+// and `world` GPUs); otherwise why not, for GTEST_SKIP.
+std::string CannotRunRanks(Backend backend, int world);
 
 // "One process on the whole batch" in the equivalence tests: a world of one
 // whose collectives leave their tensors as they are (what any backend does

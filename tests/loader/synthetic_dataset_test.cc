@@ -45,8 +45,7 @@ TEST(SyntheticDatasetTest, ClassesAreSeparable) {
   ASSERT_TRUE(data.ok());
   const int classes = (*data)->num_classes();
   const size_t bytes = (*data)->Load(0)->size_bytes();
-  std::vector<std::vector<double>> mean(classes,
-                                        std::vector<double>(bytes, 0));
+  std::vector<std::vector<double>> mean(classes, std::vector<double>(bytes, 0));
   std::vector<int> count(classes, 0);
   for (int64_t i = 0; i < (*data)->size(); ++i) {
     const Image image = *(*data)->Load(i);

@@ -42,16 +42,13 @@ absl::StatusOr<gradsync::Backend> PickBackend(const std::string& name,
   if (name == "gloo") return gradsync::Backend::kGloo;
   if (name == "nccl") return gradsync::Backend::kNccl;
   if (name != "auto") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--backend must be auto, gloo or nccl (got '", name,
-                     "')"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--backend must be auto, gloo or nccl (got '", name, "')"));
   }
-  const int gpus =
-      static_cast<int>(gradsync::DiscoverDevices().cuda.size());
+  const int gpus = static_cast<int>(gradsync::DiscoverDevices().cuda.size());
   const bool cuda = gradsync::ComputeDevice(gradsync::Backend::kNccl, 0).ok();
-  return GRADSYNC_WITH_NCCL && cuda && gpus >= nproc
-             ? gradsync::Backend::kNccl
-             : gradsync::Backend::kGloo;
+  return GRADSYNC_WITH_NCCL && cuda && gpus >= nproc ? gradsync::Backend::kNccl
+                                                     : gradsync::Backend::kGloo;
 }
 
 }  // namespace
@@ -88,8 +85,7 @@ int main(int argc, char** argv) {
   app.add_flag("--drop-last", o.drop_last, "drop the uneven tail");
   app.add_option("--loader-threads", spec.loader_threads, "loader threads");
   app.add_option("--prefetch", spec.prefetch_depth, "batches per thread");
-  app.add_option("--augmentation", spec.augmentation,
-                 "none|affine|crop_flip");
+  app.add_option("--augmentation", spec.augmentation, "none|affine|crop_flip");
   app.add_option("--grad-accumulation", spec.grad_accumulation_steps,
                  "micro-batches per step");
   app.add_option("--compression", compression, "none|fp16|bf16 (gradients)");
@@ -130,8 +126,8 @@ int main(int argc, char** argv) {
     std::cerr << "gradsync-launch: --" << p.status().message() << "\n";
     return 2;
   }
-  spec.description = absl::StrCat("gradsync-launch ", spec.model, " on ",
-                                   spec.dataset_path);
+  spec.description =
+      absl::StrCat("gradsync-launch ", spec.model, " on ", spec.dataset_path);
   // The ranks take the backend the launcher picked.
   if (const char* picked = std::getenv("GRADSYNC_LAUNCH_BACKEND")) {
     backend = picked;
@@ -177,9 +173,9 @@ int main(int argc, char** argv) {
   }
 
   // The launcher: a fresh rendezvous directory, N ranks, supervision.
-  std::string dir = (std::filesystem::temp_directory_path() /
-                     "gradsync-launch-XXXXXX")
-                        .string();
+  std::string dir =
+      (std::filesystem::temp_directory_path() / "gradsync-launch-XXXXXX")
+          .string();
   if (mkdtemp(dir.data()) == nullptr) {
     std::cerr << "gradsync-launch: cannot create a rendezvous directory in "
               << std::filesystem::temp_directory_path() << "\n";
@@ -209,7 +205,6 @@ int main(int argc, char** argv) {
     std::cerr << "gradsync-launch: " << status.message() << "\n";
     return 1;
   }
-  std::cout << "gradsync-launch: " << nproc << " rank(s) finished"
-            << std::endl;
+  std::cout << "gradsync-launch: " << nproc << " rank(s) finished" << std::endl;
   return 0;
 }

@@ -92,9 +92,9 @@ absl::Status LaunchLocalRanks(const LocalLaunch& launch) {
       running.erase(it);
       const bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
       if (failed && result.ok()) {
-        result = absl::InternalError(absl::StrCat(
-            "rank ", rank, " failed with ", Describe(status),
-            running.empty() ? "" : "; stopping the other ranks"));
+        result = absl::InternalError(
+            absl::StrCat("rank ", rank, " failed with ", Describe(status),
+                         running.empty() ? "" : "; stopping the other ranks"));
         stop_all(SIGTERM);
         stop_deadline = absl::Now() + launch.grace;
       }

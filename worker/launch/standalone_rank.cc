@@ -92,8 +92,8 @@ absl::StatusOr<TrainResult> RunStandaloneRank(const StandaloneRankOptions& o,
                "epoch %d step %d/%d loss %.4f %.0f samples/s per rank (data "
                "%.1f ms, compute %.1f ms, all-reduce %.1f ms exposed)",
                m.epoch + 1, m.step - int64_t{m.epoch} * m.steps_per_epoch,
-               m.steps_per_epoch, m.loss, m.samples_per_sec,
-               m.data_wait_ms, m.compute_ms, m.allreduce_ms)
+               m.steps_per_epoch, m.loss, m.samples_per_sec, m.data_wait_ms,
+               m.compute_ms, m.allreduce_ms)
         << std::endl;
   };
   c.on_eval = [&](const EvalReport& e) {

@@ -25,8 +25,8 @@ struct StandaloneRankOptions {
   Backend backend = Backend::kGloo;
   int rank = 0;
   int world_size = 1;
-  int local_rank = 0;     // the GPU of an nccl rank
-  std::string store_dir;  // the FileStore all ranks share
+  int local_rank = 0;                          // the GPU of an nccl rank
+  std::string store_dir;                       // the FileStore all ranks share
   absl::Duration timeout = absl::Seconds(60);  // rendezvous, collectives
   int log_every = 20;                          // steps between log lines
   // When set, rank 0 appends one JSON object per step here.

@@ -13,8 +13,8 @@ torch::Tensor GradScaler::Scale(const torch::Tensor& loss) const {
 absl::StatusOr<bool> GradScaler::UnscaleAndCheck(
     const std::vector<torch::Tensor>& params, Communicator& comm) {
   // As GradScaler: the reciprocal in double, applied in float32.
-  const double inv_scale = static_cast<double>(
-      static_cast<float>(1.0 / state_.scale));
+  const double inv_scale =
+      static_cast<double>(static_cast<float>(1.0 / state_.scale));
   torch::Tensor found;  // on the gradients' device: no sync per gradient
   for (const torch::Tensor& p : params) {
     torch::Tensor g = p.grad();
@@ -25,9 +25,9 @@ absl::StatusOr<bool> GradScaler::UnscaleAndCheck(
   }
   // One host sync and one tiny collective per step: every rank takes the
   // same decision even if only one overflowed.
-  torch::Tensor agreed =
-      found.defined() ? found.reshape({1}).to(torch::kCPU).contiguous()
-                      : torch::zeros({1}, torch::kFloat);
+  torch::Tensor agreed = found.defined()
+                             ? found.reshape({1}).to(torch::kCPU).contiguous()
+                             : torch::zeros({1}, torch::kFloat);
   if (absl::Status s = comm.AllReduce(agreed, ReduceOp::kSum); !s.ok()) {
     return s;
   }

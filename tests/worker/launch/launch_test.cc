@@ -36,13 +36,13 @@ std::string ReadFile(const fs::path& path) {
 
 // The launcher's child with RANK=`rank`, or -1 while there is none.
 pid_t RankPid(pid_t launcher, int rank) {
-  std::istringstream children(ReadFile(
-      fs::path("/proc") / std::to_string(launcher) / "task" /
-      std::to_string(launcher) / "children"));
+  std::istringstream children(
+      ReadFile(fs::path("/proc") / std::to_string(launcher) / "task" /
+               std::to_string(launcher) / "children"));
   const std::string want = "RANK=" + std::to_string(rank);
   for (pid_t pid; children >> pid;) {
-    std::string env = ReadFile(fs::path("/proc") / std::to_string(pid) /
-                               "environ");
+    std::string env =
+        ReadFile(fs::path("/proc") / std::to_string(pid) / "environ");
     std::replace(env.begin(), env.end(), '\0', '\n');
     std::istringstream lines(env);
     for (std::string line; std::getline(lines, line);) {
@@ -55,7 +55,7 @@ pid_t RankPid(pid_t launcher, int rank) {
 // Runs gradsync-launch with `args`; kills it after `deadline_s`. With
 // `kill_rank` >= 0, SIGKILLs that rank once rank 0 has logged a step.
 LaunchRun Launch(const std::vector<std::string>& args, int deadline_s,
-           int kill_rank = -1) {
+                 int kill_rank = -1) {
   static int n = 0;
   const fs::path log = fs::temp_directory_path() /
                        ("gradsync_launch_" + std::to_string(getpid()) + "_" +
@@ -106,12 +106,27 @@ bool ExitedWith(int status, int code) {
 }
 
 TEST(LaunchTest, TwoRanksTrainWithoutACoordinator) {
-  LaunchRun run = Launch({"--nproc-per-node", "2", "--backend", "gloo",
-                    "--dataset", "synthetic:tiny", "--eval-split", "test",
-                    "--model", "mlp", "--epochs", "2", "--batch-size", "16",
-                    "--lr", "0.01", "--log-every", "8", "--loader-threads",
-                    "1"},
-                   240);
+  LaunchRun run = Launch({"--nproc-per-node",
+                          "2",
+                          "--backend",
+                          "gloo",
+                          "--dataset",
+                          "synthetic:tiny",
+                          "--eval-split",
+                          "test",
+                          "--model",
+                          "mlp",
+                          "--epochs",
+                          "2",
+                          "--batch-size",
+                          "16",
+                          "--lr",
+                          "0.01",
+                          "--log-every",
+                          "8",
+                          "--loader-threads",
+                          "1"},
+                         240);
   ASSERT_TRUE(ExitedWith(run.status, 0)) << run.output;
   EXPECT_NE(run.output.find("2 rank(s), backend gloo"), std::string::npos)
       << run.output;
@@ -128,10 +143,10 @@ TEST(LaunchTest, TwoRanksTrainWithoutACoordinator) {
 }
 
 TEST(LaunchTest, ABadDataSetFailsWithTheReason) {
-  LaunchRun run = Launch({"--nproc-per-node", "2", "--backend", "gloo",
-                    "--dataset", "synthetic:nope", "--model", "mlp",
-                    "--batch-size", "4"},
-                   120);
+  LaunchRun run =
+      Launch({"--nproc-per-node", "2", "--backend", "gloo", "--dataset",
+              "synthetic:nope", "--model", "mlp", "--batch-size", "4"},
+             120);
   EXPECT_TRUE(ExitedWith(run.status, 1)) << run.output;
   EXPECT_NE(run.output.find("unknown synthetic data set 'synthetic:nope'"),
             std::string::npos)
@@ -143,11 +158,11 @@ TEST(LaunchTest, ABadDataSetFailsWithTheReason) {
 TEST(LaunchTest, AKilledRankStopsTheRunAndIsNamed) {
   // Long enough that rank 1 dies mid-training; collectives time out at 5 s,
   // but the launcher stops the survivors first.
-  LaunchRun run = Launch({"--nproc-per-node", "3", "--backend", "gloo",
-                    "--dataset", "synthetic:cifar10", "--model", "mlp",
-                    "--batch-size", "8", "--log-every", "1", "--timeout", "5",
-                    "--loader-threads", "1"},
-                   120, /*kill_rank=*/1);
+  LaunchRun run =
+      Launch({"--nproc-per-node", "3", "--backend", "gloo", "--dataset",
+              "synthetic:cifar10", "--model", "mlp", "--batch-size", "8",
+              "--log-every", "1", "--timeout", "5", "--loader-threads", "1"},
+             120, /*kill_rank=*/1);
   EXPECT_TRUE(ExitedWith(run.status, 1)) << run.output;
   EXPECT_NE(run.output.find("rank 1 failed with signal 9"), std::string::npos)
       << run.output;

@@ -17,7 +17,8 @@ namespace fs = std::filesystem;
 class CheckpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (fs::path(::testing::TempDir()) / "gradsync_checkpoint_test").string();
+    dir_ =
+        (fs::path(::testing::TempDir()) / "gradsync_checkpoint_test").string();
     fs::remove_all(dir_);
     ModelShape shape;
     shape.channels = 1;

@@ -24,25 +24,6 @@ constexpr Backend kBackend = Backend::kNccl;
 constexpr Backend kBackend = Backend::kGloo;
 #endif
 
-// Where rank r computes: cuda:r over NCCL, the CPU over gloo.
-torch::Device RankDevice(int rank) {
-  return kBackend == Backend::kNccl ? torch::Device(torch::kCUDA, rank)
-                                    : torch::Device(torch::kCPU);
-}
-
-// Empty when `world` ranks can run here; otherwise why not.
-std::string CannotRun(int world) {
-  if (kBackend != Backend::kNccl) return "";
-  if (!torch::cuda::is_available()) return "this LibTorch has no CUDA";
-  const int gpus = static_cast<int>(torch::cuda::device_count());
-  if (gpus < world) {
-    return "NCCL with " + std::to_string(world) + " ranks needs " +
-           std::to_string(world) + " GPUs; this machine has " +
-           std::to_string(gpus);
-  }
-  return "";
-}
-
 ModelShape Shape() {
   ModelShape s;
   s.channels = 1;
@@ -100,7 +81,7 @@ std::vector<torch::Tensor> Train(int rank, int world, Communicator* comm,
 
 void ExpectEquivalent(int world, ReducerOptions ro, double rtol = 1e-4,
                       double atol = 1e-5, int accumulate = 1) {
-  if (const std::string why = CannotRun(world); !why.empty()) {
+  if (const std::string why = CannotRunRanks(kBackend, world); !why.empty()) {
     GTEST_SKIP() << why;
   }
   if (kBackend == Backend::kNccl) {
@@ -120,7 +101,8 @@ void ExpectEquivalent(int world, ReducerOptions ro, double rtol = 1e-4,
   std::vector<std::vector<torch::Tensor>> got(world);
   RunRanks(kBackend, world, absl::Seconds(60), [&](int r, Communicator& comm) {
     at::set_num_threads(1);
-    got[r] = Train(r, world, &comm, x, y, 5, ro, accumulate, RankDevice(r));
+    got[r] = Train(r, world, &comm, x, y, 5, ro, accumulate,
+                   RankDevice(kBackend, r));
   });
   for (int r = 0; r < world; ++r) {
     ASSERT_EQ(got[r].size(), expected.size());

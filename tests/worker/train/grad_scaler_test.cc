@@ -21,21 +21,6 @@ constexpr Backend kBackend = Backend::kNccl;
 constexpr Backend kBackend = Backend::kGloo;
 #endif
 
-torch::Device RankDevice(int rank) {
-  return kBackend == Backend::kNccl ? torch::Device(torch::kCUDA, rank)
-                                    : torch::Device(torch::kCPU);
-}
-
-std::string CannotRun(int world) {
-  if (kBackend != Backend::kNccl) return "";
-  if (!torch::cuda::is_available()) return "this LibTorch has no CUDA";
-  if (static_cast<int>(torch::cuda::device_count()) < world) {
-    return "NCCL with " + std::to_string(world) + " ranks needs " +
-           std::to_string(world) + " GPUs";
-  }
-  return "";
-}
-
 // A parameter whose gradient is `grad`.
 torch::Tensor WithGrad(torch::Tensor grad) {
   torch::Tensor p = torch::zeros_like(grad).requires_grad_(true);
@@ -47,7 +32,7 @@ torch::Tensor WithGrad(torch::Tensor grad) {
 // divided by the scale on every rank.
 TEST(GradScalerTest, AnOverflowOnOneRankSkipsTheStepOnEveryRank) {
   const int world = 2;
-  if (const std::string why = CannotRun(world); !why.empty()) {
+  if (const std::string why = CannotRunRanks(kBackend, world); !why.empty()) {
     GTEST_SKIP() << why;
   }
   for (int bad_rank : {-1, 0, 1}) {
@@ -55,12 +40,14 @@ TEST(GradScalerTest, AnOverflowOnOneRankSkipsTheStepOnEveryRank) {
     std::vector<int> skipped(world, -1);
     RunRanks(kBackend, world, absl::Seconds(60), [&](int r, Communicator& c) {
       GradScaler scaler;  // scale 65536
-      torch::Tensor g = torch::full({4}, 65536.0f * 3).to(RankDevice(r));
+      torch::Tensor g =
+          torch::full({4}, 65536.0f * 3).to(RankDevice(kBackend, r));
       if (r == bad_rank) {
         g[2] = std::numeric_limits<float>::infinity();
       }
       torch::Tensor p = WithGrad(g);
-      torch::Tensor q = WithGrad(torch::full({2}, 65536.0f).to(RankDevice(r)));
+      torch::Tensor q =
+          WithGrad(torch::full({2}, 65536.0f).to(RankDevice(kBackend, r)));
       auto found = scaler.UnscaleAndCheck({p, q}, c);
       ASSERT_TRUE(found.ok()) << found.status();
       skipped[r] = *found;
