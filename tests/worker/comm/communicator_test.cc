@@ -106,7 +106,8 @@ TEST_P(CommTest, SixteenBitTensorsSumOnTheWire) {
            [&](int rank, Communicator& comm) {
              for (auto dtype : {torch::kBFloat16, torch::kHalf}) {
                at::Tensor t = torch::full({33}, 0.5f * (rank + 1)).to(dtype);
-               ASSERT_TRUE(comm.AllReduce(t, ReduceOp::kAverage).ok());
+               const absl::Status s = comm.AllReduce(t, ReduceOp::kAverage);
+               ASSERT_TRUE(s.ok()) << s;
                EXPECT_EQ(t.scalar_type(), dtype);
                EXPECT_NEAR(t[3].item<float>(), 0.5f * (world + 1) / 2, 1e-2);
              }

@@ -10,6 +10,8 @@
 #include <gloo/transport/tcp/device.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <mutex>
@@ -95,6 +97,23 @@ class GlooCommunicator : public Communicator {
         context_(std::move(context)),
         allreduce_(std::move(allreduce)) {}
 
+  // A rank that returns from its last collective may close its sockets
+  // while a peer's thread has not yet woken to take the data that already
+  // arrived, and gloo's waitRecv reports the closed pair before the data.
+  // So ranks say goodbye through the store and close only once every peer
+  // has said it (or a short grace has passed: a peer that died never will).
+  ~GlooCommunicator() override {
+    if (failed_) return;  // the peers have failed or will; do not wait
+    const std::string prefix = absl::StrCat("gloo/bye/", size_, "/");
+    if (!store_->Set(absl::StrCat(prefix, rank_), "1").ok()) return;
+    std::vector<std::string> keys;
+    for (int r = 0; r < size_; ++r) {
+      if (r != rank_) keys.push_back(absl::StrCat(prefix, r));
+    }
+    (void)store_->Wait(
+        keys, std::clamp(timeout_ / 4, absl::Seconds(1), absl::Seconds(10)));
+  }
+
   Backend backend() const override { return Backend::kGloo; }
 
   absl::Status AllReduce(at::Tensor& tensor, ReduceOp op) override {
@@ -122,7 +141,7 @@ class GlooCommunicator : public Communicator {
     if (absl::Status s = allreduce_->Sum(tensor.data_ptr(), tensor.numel(),
                                          tensor.element_size(), fn);
         !s.ok()) {
-      return CollectiveError("allreduce", seq, s);
+      return Failed("allreduce", seq, s);
     }
     if (op == ReduceOp::kAverage) tensor.div_(size_);
     return absl::OkStatus();
@@ -148,7 +167,7 @@ class GlooCommunicator : public Communicator {
       opts.setTimeout(Millis(timeout_));
       gloo::broadcast(opts);
     } catch (const std::exception& e) {
-      return CollectiveError("broadcast", seq, GlooError(e));
+      return Failed("broadcast", seq, GlooError(e));
     }
     return absl::OkStatus();
   }
@@ -161,7 +180,7 @@ class GlooCommunicator : public Communicator {
       opts.setTimeout(Millis(timeout_));
       gloo::barrier(opts);
     } catch (const std::exception& e) {
-      return CollectiveError("barrier", seq, GlooError(e));
+      return Failed("barrier", seq, GlooError(e));
     }
     return absl::OkStatus();
   }
@@ -198,11 +217,18 @@ class GlooCommunicator : public Communicator {
       }
       return out;
     } catch (const std::exception& e) {
-      return CollectiveError("allgather", seq, GlooError(e));
+      return Failed("allgather", seq, GlooError(e));
     }
   }
 
  private:
+  absl::Status Failed(const std::string& op, int64_t seq,
+                      const absl::Status& cause) {
+    failed_ = true;
+    return CollectiveError(op, seq, cause);
+  }
+
+  std::atomic<bool> failed_{false};
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::unique_ptr<GlooAllreduce> allreduce_;
 };
