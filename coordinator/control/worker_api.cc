@@ -283,6 +283,17 @@ absl::Status Coordinator::ReportMetrics(
                        entry.job.world_size(), ")"));
     }
   }
+  for (const v1::CheckpointCommit& commit : request.checkpoints()) {
+    if (commit.path().empty() || commit.step() < 0 || commit.epoch() < 0 ||
+        commit.epoch() > entry.job.spec().epochs() ||
+        commit.epoch_batch() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "report metrics: checkpoint commit (path '", commit.path(),
+          "', epoch ", commit.epoch(), ", epoch_batch ", commit.epoch_batch(),
+          ", step ", commit.step(), ") is outside the job's ",
+          entry.job.spec().epochs(), " epoch(s) or has no path"));
+    }
+  }
   for (const v1::StepMetrics& step : request.steps()) {
     entry.metrics.AddStep(step);
   }

@@ -65,11 +65,14 @@ grpc::Status WorkerServiceImpl::GetShard(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::ReportMetrics(
     grpc::ServerContext* context, const v1::ReportMetricsRequest* request,
     v1::ReportMetricsResponse*) {
-  // A rank reports its own steps; evaluation results come from rank 0.
+  // A rank reports its own steps; evaluation results and checkpoint commits
+  // (which move the resume point and the sample ledger) come from rank 0.
   std::set<int> ranks;
   for (const v1::StepMetrics& step : request->steps())
     ranks.insert(step.rank());
-  if (request->eval_size() > 0) ranks.insert(0);
+  if (request->eval_size() > 0 || request->checkpoints_size() > 0) {
+    ranks.insert(0);
+  }
   if (ranks.size() > 1) {
     return grpc::Status(
         grpc::StatusCode::PERMISSION_DENIED,

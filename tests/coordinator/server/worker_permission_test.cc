@@ -51,6 +51,12 @@ class WorkerPermissionTest : public ::testing::Test {
   v1::Job job_;
 };
 
+std::string LedgerText(const v1::Job& job) {
+  std::string text;
+  for (const v1::EpochLedger& e : job.ledger()) text += e.DebugString();
+  return text;
+}
+
 void ExpectDenied(const grpc::Status& s, const std::string& says) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED)
       << s.error_message();
@@ -135,6 +141,44 @@ TEST_F(WorkerPermissionTest, MetricsOnlyForTheReportersRank) {
       c_.workers().ReportMetrics(rank1.Context().get(), report, &ignored),
       "own rank only");
   EXPECT_EQ(c_.Get(job_.id()).metrics().eval_size(), 0);
+}
+
+// A checkpoint commit sets the resume point and records samples as trained:
+// only the attempt's rank 0 may send one, and only within the job's epochs.
+TEST_F(WorkerPermissionTest, CheckpointsOnlyFromRankZero) {
+  const SimWorker& rank0 = RankOf(*a_) == 0 ? *a_ : *b_;
+  const SimWorker& rank1 = RankOf(*a_) == 1 ? *a_ : *b_;
+  ASSERT_TRUE(GetShard(rank0, 0).ok());  // epoch 0's ledger segment
+  const v1::Job before = c_.Get(job_.id());
+  ASSERT_EQ(before.ledger_size(), 1);
+  v1::ReportMetricsRequest report;
+  report.mutable_task()->set_worker_id(rank1.id());
+  report.mutable_task()->set_job_id(job_.id());
+  report.mutable_task()->set_attempt(1);
+  v1::CheckpointCommit* commit = report.add_checkpoints();
+  commit->set_path("/tmp/evil.pt");
+  commit->set_epoch(before.spec().epochs());
+  commit->set_step(1000);
+  v1::ReportMetricsResponse ignored;
+  ExpectDenied(
+      c_.workers().ReportMetrics(rank1.Context().get(), report, &ignored),
+      "not rank 0");
+  v1::Job after = c_.Get(job_.id());
+  EXPECT_EQ(after.resume_checkpoint(), before.resume_checkpoint());
+  EXPECT_EQ(LedgerText(after), LedgerText(before));
+
+  // Rank 0 itself cannot commit past the last epoch.
+  report.mutable_task()->set_worker_id(rank0.id());
+  commit->set_epoch(before.spec().epochs() + 1);
+  const grpc::Status s =
+      c_.workers().ReportMetrics(rank0.Context().get(), report, &ignored);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << s.error_message();
+  EXPECT_NE(s.error_message().find("checkpoint commit"), std::string::npos)
+      << s.error_message();
+  after = c_.Get(job_.id());
+  EXPECT_EQ(after.resume_checkpoint(), before.resume_checkpoint());
+  EXPECT_EQ(LedgerText(after), LedgerText(before));
 }
 
 TEST_F(WorkerPermissionTest, StoreCallsNeedAWorkerId) {
