@@ -1,4 +1,4 @@
-#include "coordinator/control/data_roots.h"
+#include "loader/data_roots.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -50,10 +50,26 @@ absl::Status CheckUnderDataRoots(const std::string& field,
     }
     if (IsUnder(resolved, resolved_root)) return absl::OkStatus();
   }
-  return absl::PermissionDeniedError(
-      absl::StrCat(field, " ", path, " (", resolved.string(),
-                   ") is outside the coordinator's data roots (",
-                   absl::StrJoin(roots, ", "), ")"));
+  return absl::PermissionDeniedError(absl::StrCat(
+      field, " ", path, " (", resolved.string(),
+      ") is outside the data roots (", absl::StrJoin(roots, ", "), ")"));
+}
+
+absl::Status CheckIndexUnderDataRoots(const std::string& field,
+                                      const ImageFolderIndex& index,
+                                      const std::vector<std::string>& roots) {
+  if (roots.empty()) return absl::OkStatus();
+  if (absl::Status s = CheckUnderDataRoots(field, index.root, roots); !s.ok()) {
+    return s;
+  }
+  for (const std::string& link : index.links) {
+    if (absl::Status s =
+            CheckUnderDataRoots(absl::StrCat(field, ": the link"), link, roots);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace gradsync

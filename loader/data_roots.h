@@ -1,10 +1,12 @@
-// Confines the paths a job spec names to the coordinator's data roots.
+// Confines the paths a job spec names to a host's data roots: the
+// coordinator's (it scans the data set) and each worker's (it opens the
+// files), both `--data-root` (repeatable) or GRADSYNC_DATA_ROOTS=a,b.
 //
-// With roots configured (gradsync-coordinator --data-root, repeatable, or
-// GRADSYNC_DATA_ROOTS=a,b), a dataset path must resolve - relative to the
-// coordinator's working directory, through "..", "." and symbolic links of
-// the parts that exist - to a root or something below it, compared path
-// component by component (/data2 is not under /data). No roots: any path.
+// With roots configured, a path must resolve - relative to the working
+// directory, through "..", "." and symbolic links of the parts that exist -
+// to a root or something below it, compared path component by component
+// (/data2 is not under /data); so must every symbolic link a data set's
+// listing followed. No roots: any path.
 // Thread safety: pure functions.
 #pragma once
 
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "loader/image_folder_index.h"
 
 namespace gradsync {
 
@@ -21,5 +24,11 @@ namespace gradsync {
 absl::Status CheckUnderDataRoots(const std::string& field,
                                  const std::string& path,
                                  const std::vector<std::string>& roots);
+
+// CheckUnderDataRoots for `index.root` and every link in `index.links`
+// (a class folder or image linked to /etc is refused by its path).
+absl::Status CheckIndexUnderDataRoots(const std::string& field,
+                                      const ImageFolderIndex& index,
+                                      const std::vector<std::string>& roots);
 
 }  // namespace gradsync

@@ -1,21 +1,31 @@
 #include "loader/dataset.h"
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "loader/data_roots.h"
 #include "loader/image_decoder.h"
 #include "loader/synthetic_dataset.h"
 
 namespace gradsync {
 
 absl::StatusOr<std::unique_ptr<ImageFolderDataset>> ImageFolderDataset::Open(
-    const std::string& root, int channels) {
+    const std::string& root, int channels,
+    const std::vector<std::string>& data_roots) {
   if (channels != 0 && channels != 1 && channels != 3) {
     return absl::InvalidArgumentError(
         absl::StrCat("channels must be 0, 1 or 3 (got ", channels, ")"));
   }
+  if (absl::Status s = CheckUnderDataRoots("data set", root, data_roots);
+      !s.ok()) {
+    return s;  // before the listing, which names what it finds
+  }
   absl::StatusOr<ImageFolderIndex> index = ScanImageFolder(root);
   if (!index.ok()) return index.status();
+  if (absl::Status s = CheckIndexUnderDataRoots("data set", *index, data_roots);
+      !s.ok()) {
+    return s;
+  }
   return std::unique_ptr<ImageFolderDataset>(
       new ImageFolderDataset(std::move(*index), channels));
 }
@@ -29,13 +39,15 @@ absl::StatusOr<Image> ImageFolderDataset::Load(int64_t index) const {
 }
 
 absl::StatusOr<std::shared_ptr<const Dataset>> OpenDataset(
-    const std::string& path, const std::string& split, int channels) {
+    const std::string& path, const std::string& split, int channels,
+    const std::vector<std::string>& data_roots) {
   if (absl::StartsWith(path, kSyntheticPrefix)) {
     auto synthetic = SyntheticDataset::Open(path, split, channels);
     if (!synthetic.ok()) return synthetic.status();
     return std::shared_ptr<const Dataset>(std::move(*synthetic));
   }
-  auto folder = ImageFolderDataset::Open(SplitPath(path, split), channels);
+  auto folder =
+      ImageFolderDataset::Open(SplitPath(path, split), channels, data_roots);
   if (!folder.ok()) return folder.status();
   return std::shared_ptr<const Dataset>(std::move(*folder));
 }

@@ -32,9 +32,11 @@ class Dataset {
 
 class ImageFolderDataset : public Dataset {
  public:
-  // `channels`: 0 as stored, 1 grayscale, 3 RGB. Errors as ScanImageFolder.
+  // `channels`: 0 as stored, 1 grayscale, 3 RGB. Errors as ScanImageFolder
+  // and, with `data_roots`, CheckIndexUnderDataRoots.
   static absl::StatusOr<std::unique_ptr<ImageFolderDataset>> Open(
-      const std::string& root, int channels);
+      const std::string& root, int channels,
+      const std::vector<std::string>& data_roots = {});
 
   int64_t size() const override { return index_.samples.size(); }
   int64_t label(int64_t i) const override { return index_.samples[i].label; }
@@ -54,8 +56,11 @@ class ImageFolderDataset : public Dataset {
 
 // Split `split` of the data set `path`: SyntheticDataset::Open for a
 // "synthetic:" path, else the ImageFolderDataset at SplitPath(path, split).
-// `channels` as ImageFolderDataset::Open. Errors as those.
+// `channels` as ImageFolderDataset::Open. With `data_roots`, the folder and
+// every link its listing followed must resolve under one of them
+// (PERMISSION_DENIED naming the path). Errors as those.
 absl::StatusOr<std::shared_ptr<const Dataset>> OpenDataset(
-    const std::string& path, const std::string& split, int channels);
+    const std::string& path, const std::string& split, int channels,
+    const std::vector<std::string>& data_roots = {});
 
 }  // namespace gradsync

@@ -34,7 +34,8 @@ namespace {
 
 // Files of one class folder in os.walk order: directories sorted by path,
 // files sorted by name within each directory.
-absl::StatusOr<std::vector<std::string>> ListClassFiles(const fs::path& dir) {
+absl::StatusOr<std::vector<std::string>> ListClassFiles(
+    const fs::path& dir, std::vector<std::string>* links) {
   std::map<std::string, std::vector<std::string>> by_dir;
   std::error_code ec;
   by_dir[dir.string()];
@@ -50,9 +51,14 @@ absl::StatusOr<std::vector<std::string>> ListClassFiles(const fs::path& dir) {
           absl::StrCat("cannot list ", dir.string(), ": ", ec.message()));
     }
     const fs::directory_entry& entry = *it;
-    if (entry.is_directory(ec)) continue;
+    const bool link = entry.is_symlink(ec);
+    if (entry.is_directory(ec)) {
+      if (link) links->push_back(entry.path().string());
+      continue;
+    }
     const std::string name = entry.path().filename().string();
     if (!HasImageExtension(name)) continue;
+    if (link) links->push_back(entry.path().string());
     by_dir[entry.path().parent_path().string()].push_back(name);
   }
   std::vector<std::string> files;
@@ -82,6 +88,7 @@ absl::StatusOr<ImageFolderIndex> ScanImageFolder(const std::string& root) {
   for (const fs::directory_entry& entry : fs::directory_iterator(root, ec)) {
     if (entry.is_directory(ec)) {
       index.classes.push_back(entry.path().filename().string());
+      if (entry.is_symlink(ec)) index.links.push_back(entry.path().string());
     }
   }
   if (ec) {
@@ -97,7 +104,7 @@ absl::StatusOr<ImageFolderIndex> ScanImageFolder(const std::string& root) {
   std::vector<std::string> empty;
   for (size_t label = 0; label < index.classes.size(); ++label) {
     absl::StatusOr<std::vector<std::string>> files =
-        ListClassFiles(fs::path(root) / index.classes[label]);
+        ListClassFiles(fs::path(root) / index.classes[label], &index.links);
     if (!files.ok()) return files.status();
     if (files->empty()) empty.push_back(index.classes[label]);
     for (std::string& path : *files) {

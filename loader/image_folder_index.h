@@ -24,6 +24,9 @@ struct ImageFolderIndex {
   std::string root;
   std::vector<std::string> classes;
   std::vector<ImageFolderSample> samples;
+  // Symbolic links the listing followed (class folders, folders and files
+  // below them), for CheckIndexUnderDataRoots.
+  std::vector<std::string> links;
 };
 
 // True for torchvision's IMG_EXTENSIONS, case-insensitive.

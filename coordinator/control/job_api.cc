@@ -6,22 +6,35 @@
 #include "absl/strings/str_cat.h"
 #include "coordinator/control/coordinator.h"
 #include "coordinator/control/coordinator_internal.h"
-#include "coordinator/control/data_roots.h"
 #include "coordinator/control/job_spec.h"
+#include "loader/data_roots.h"
 #include "loader/image_folder_index.h"
 
 namespace gradsync {
 namespace {
 
-// Size of an image-folder split; errors name the JobSpec field.
+// Size of an image-folder split; errors name the JobSpec field. The split
+// folder is checked against the data roots before it is listed (a listing
+// error names what it found), and every link the listing followed after.
 absl::StatusOr<int64_t> CountSamples(const std::string& field,
                                      const std::string& path,
-                                     const std::string& split) {
-  absl::StatusOr<ImageFolderIndex> index =
-      ScanImageFolder(SplitPath(path, split));
+                                     const std::string& split,
+                                     const std::vector<std::string>& roots) {
+  const std::string folder = SplitPath(path, split);
+  if (absl::Status s =
+          CheckUnderDataRoots(absl::StrCat("job_spec.", field), folder, roots);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<ImageFolderIndex> index = ScanImageFolder(folder);
   if (!index.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("job_spec.", field, ": ", index.status().message()));
+  }
+  if (absl::Status s = CheckIndexUnderDataRoots(
+          absl::StrCat("job_spec.", field), *index, roots);
+      !s.ok()) {
+    return s;
   }
   return static_cast<int64_t>(index->samples.size());
 }
@@ -42,14 +55,15 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(v1::JobSpec spec) {
     return s;
   }
   // Scan the data set outside the lock: it touches the file system.
-  absl::StatusOr<int64_t> train = CountSamples(
-      "dataset.path", spec.dataset().path(), spec.dataset().split());
+  absl::StatusOr<int64_t> train =
+      CountSamples("dataset.path", spec.dataset().path(),
+                   spec.dataset().split(), options_.data_roots);
   if (!train.ok()) return train.status();
   int64_t eval = 0;
   if (!spec.dataset().eval_split().empty()) {
     absl::StatusOr<int64_t> n =
         CountSamples("dataset.eval_split", spec.dataset().path(),
-                     spec.dataset().eval_split());
+                     spec.dataset().eval_split(), options_.data_roots);
     if (!n.ok()) return n.status();
     eval = *n;
   }

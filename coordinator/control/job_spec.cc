@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -15,6 +16,26 @@ absl::Status Invalid(const std::string& field, const std::string& what) {
 
 bool Contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// A split is one folder name inside the data set: "train", not "../x" or
+// "/etc" (which would escape the data roots through the join).
+absl::Status CheckSplitName(const std::string& field, const std::string& name,
+                            bool required) {
+  if (name.empty()) {
+    return required ? Invalid(field, "must not be empty") : absl::OkStatus();
+  }
+  const bool plain =
+      name != "." && name != ".." && name.size() <= 255 &&
+      std::none_of(name.begin(), name.end(), [](char c) {
+        return c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
+      });
+  if (!plain) {
+    return Invalid(field, absl::StrCat("'", absl::CHexEscape(name),
+                                       "' is not a folder name (no '/', '\\', "
+                                       "'.', '..' or control characters)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -64,6 +85,16 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
 absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
   if (spec.dataset().path().empty()) {
     return Invalid("dataset.path", "is required (an image-folder directory)");
+  }
+  if (absl::Status s =
+          CheckSplitName("dataset.split", spec.dataset().split(), true);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckSplitName("dataset.eval_split",
+                                      spec.dataset().eval_split(), false);
+      !s.ok()) {
+    return s;
   }
   if (spec.model().empty()) {
     return Invalid("model",

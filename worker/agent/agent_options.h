@@ -10,7 +10,9 @@ namespace gradsync {
 struct AgentOptions {
   std::string host = "127.0.0.1";  // address peers and logs use
   std::vector<int> free_ports;     // offered for MASTER_PORT
-  int log_every = 50;              // steps between progress log lines
+  // Data sets must lie under one of these (data_roots.h); empty: anywhere.
+  std::vector<std::string> data_roots;
+  int log_every = 50;  // steps between progress log lines
   // When set, each task appends its trained batches' sample indices to
   // <dir>/<job>-a<attempt>-r<rank>.trace (see TrainContext::sample_trace).
   std::string sample_trace_dir;

@@ -35,6 +35,11 @@ int main(int argc, char** argv) {
                              "worker token, when the coordinator needs one",
                              "worker");
   gradsync::ClientTlsFlags tls(app);
+  app.add_option("--data-root", options.data_roots,
+                 "data sets must lie under one of these, links in them "
+                 "included (repeatable; default: anywhere)")
+      ->envname("GRADSYNC_DATA_ROOTS")
+      ->delimiter(',');
   app.add_option("--log-every", options.log_every, "steps between log lines")
       ->capture_default_str();
   app.add_option("--sample-trace-dir", options.sample_trace_dir,

@@ -22,7 +22,10 @@ struct TrainSpec {
   std::string dataset_path;
   std::string split = "train";
   std::string eval_split;  // empty = no evaluation
-  int channels = 0;        // 0 = as stored, 1 = grayscale, 3 = RGB
+  // This host's data roots (data_roots.h): the splits and every link in
+  // them must resolve under one. Empty: anywhere.
+  std::vector<std::string> data_roots;
+  int channels = 0;  // 0 = as stored, 1 = grayscale, 3 = RGB
   std::string augmentation = "none";
   int loader_threads = 2;
   int prefetch_depth = 2;

@@ -29,7 +29,8 @@ double MsSince(Clock::time_point t) {
 
 absl::StatusOr<std::shared_ptr<const Dataset>> OpenSplit(
     const TrainSpec& spec, const std::string& split, int64_t expected) {
-  auto dataset = OpenDataset(spec.dataset_path, split, spec.channels);
+  auto dataset =
+      OpenDataset(spec.dataset_path, split, spec.channels, spec.data_roots);
   if (!dataset.ok()) return dataset.status();
   if ((*dataset)->size() != expected) {
     return absl::FailedPreconditionError(absl::StrFormat(

@@ -1,6 +1,7 @@
 // Dataset paths confined to the coordinator's data roots: the check itself
-// (escapes through "..", symlinks and look-alike prefixes) and SubmitJob.
-#include "coordinator/control/data_roots.h"
+// (escapes through "..", symlinks and look-alike prefixes) and SubmitJob
+// (the path, the splits, and links inside the data set).
+#include "loader/data_roots.h"
 
 #include <gtest/gtest.h>
 
@@ -39,8 +40,7 @@ TEST(DataRootsTest, PathsUnderARootPassOthersAreDenied) {
     EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << escape;
     EXPECT_NE(s.message().find("dataset.path " + escape), std::string::npos)
         << s.message();
-    EXPECT_NE(s.message().find("outside the coordinator's data roots"),
-              std::string::npos)
+    EXPECT_NE(s.message().find("outside the data roots"), std::string::npos)
         << s.message();
   }
   // A second root admits its own paths.
@@ -71,6 +71,89 @@ TEST(DataRootsTest, SubmitJobRefusesADatasetOutsideTheRoots) {
   absl::StatusOr<v1::Job> ok = (*coordinator)->SubmitJob(spec);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->train_samples(), 4);
+}
+
+class SubmitUnderRootsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = UniqueTempDir("roots_splits");
+    MakeImageFolder(base_ + "/data/set", 2, 1);
+    MakeImageFolder(base_ + "/secret", 2, 1);
+    CoordinatorOptions o;
+    o.run_failure_detector = false;
+    o.data_roots = {base_ + "/data"};
+    auto coordinator = Coordinator::Create(o, nullptr);
+    ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+    coordinator_ = std::move(*coordinator);
+    spec_.set_model("fashion_cnn");
+    spec_.set_batch_size(2);
+    spec_.mutable_world_size()->set_max_workers(1);
+    spec_.mutable_dataset()->set_path(base_ + "/data/set");
+  }
+
+  absl::Status Submit() { return coordinator_->SubmitJob(spec_).status(); }
+
+  std::string base_;
+  std::unique_ptr<Coordinator> coordinator_;
+  v1::JobSpec spec_;
+};
+
+// Finding: splits were joined to the checked path with '/', so "../.." or
+// "/etc" escaped the roots and the scan error listed the folder's names.
+TEST_F(SubmitUnderRootsTest, SplitsAreFolderNamesNotPaths) {
+  for (const std::string& split :
+       {std::string("/etc"), std::string("../../../../etc"), std::string(".."),
+        std::string("train/../../..")}) {
+    spec_.mutable_dataset()->set_split(split);
+    absl::Status s = Submit();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << split;
+    EXPECT_NE(s.message().find("job_spec.dataset.split"), std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find("is not a folder name"), std::string::npos)
+        << s.message();
+  }
+  spec_.mutable_dataset()->set_split("train");
+  spec_.mutable_dataset()->set_eval_split("/home");
+  absl::Status s = Submit();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("job_spec.dataset.eval_split"), std::string::npos)
+      << s.message();
+  spec_.mutable_dataset()->set_eval_split("test");
+  EXPECT_TRUE(Submit().ok());
+}
+
+TEST_F(SubmitUnderRootsTest, LinksOutOfTheRootsAreRefused) {
+  // A split folder that is a link out of the roots.
+  fs::remove_all(base_ + "/data/set/test");
+  fs::create_directory_symlink(base_ + "/secret/test",
+                               base_ + "/data/set/test");
+  spec_.mutable_dataset()->set_eval_split("test");
+  absl::Status s = Submit();
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_NE(s.message().find("job_spec.dataset.eval_split"), std::string::npos)
+      << s.message();
+  spec_.mutable_dataset()->clear_eval_split();
+
+  // A class folder that is a link out.
+  const std::string class_link = base_ + "/data/set/train/class_c";
+  fs::create_directory_symlink(base_ + "/secret/train/class_a", class_link);
+  s = Submit();
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_NE(s.message().find("the link " + class_link), std::string::npos)
+      << s.message();
+  fs::remove(class_link);
+
+  // An image that is a link out.
+  const std::string file_link = base_ + "/data/set/train/class_a/9.png";
+  fs::create_symlink(base_ + "/secret/train/class_a/0.png", file_link);
+  s = Submit();
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_NE(s.message().find(file_link), std::string::npos) << s.message();
+  fs::remove(file_link);
+
+  // Links that stay inside the roots are fine.
+  fs::create_directory_symlink(base_ + "/data/set/train/class_a", class_link);
+  EXPECT_TRUE(Submit().ok());
 }
 
 }  // namespace
