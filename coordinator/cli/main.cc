@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   gradsync::TokenFlags token(app, "token", "GRADSYNC_TOKEN",
                              "user token, when the coordinator needs one",
-                             "user");
+                             "user", "user-token");
   gradsync::ClientTlsFlags tls(app);
   app.add_flag("--json", options.json, "machine-readable JSON output");
   app.add_option("--timeout", options.timeout_s, "seconds per request")

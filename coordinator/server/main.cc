@@ -7,6 +7,7 @@
 
 #include "coordinator/client/stop_signals.h"
 #include "coordinator/client/token_flags.h"
+#include "coordinator/server/listen_policy.h"
 #include "coordinator/server/server.h"
 #include "gradsync/config.h"
 
@@ -78,6 +79,16 @@ int main(int argc, char** argv) {
                "worker calls need a client certificate signed by "
                "--tls-client-ca")
       ->envname("GRADSYNC_REQUIRE_WORKER_CERT");
+  std::string token_dir;
+  app.add_option("--token-dir", token_dir,
+                 "with no tokens given: read both from DIR/user-token and "
+                 "DIR/worker-token, creating them (random, 0600) if missing")
+      ->envname("GRADSYNC_TOKEN_DIR");
+  bool insecure_anywhere = false;
+  app.add_flag("--insecure-listen-anywhere", insecure_anywhere,
+               "serve a non-loopback --listen address without tokens "
+               "(otherwise narrowed to loopback)")
+      ->envname("GRADSYNC_INSECURE_LISTEN_ANYWHERE");
   CLI11_PARSE(app, argc, argv);
   for (auto [flags, out] : {std::pair{&user_token, &options.auth.user},
                             std::pair{&worker_token, &options.auth.worker}}) {
@@ -89,11 +100,19 @@ int main(int argc, char** argv) {
     }
     *out = *token;
   }
-  if (!options.auth.user.empty() && options.auth.user == options.auth.worker) {
-    std::fprintf(stderr,
-                 "gradsync-coordinator: the user and worker tokens must "
-                 "differ\n");
+  absl::StatusOr<gradsync::ListenPlan> plan =
+      gradsync::PlanListen(options.address, options.auth.user,
+                           options.auth.worker, token_dir, insecure_anywhere);
+  if (!plan.ok()) {
+    std::fprintf(stderr, "gradsync-coordinator: %s\n",
+                 std::string(plan.status().message()).c_str());
     return 2;
+  }
+  options.address = plan->address;
+  options.auth.user = plan->user_token;
+  options.auth.worker = plan->worker_token;
+  if (!plan->note.empty()) {
+    std::fprintf(stderr, "gradsync-coordinator: %s\n", plan->note.c_str());
   }
 
   int first = 0, last = 0;

@@ -17,8 +17,10 @@
 #     host CLI exists, lets the compose file's fetch-data service download it.
 #  4. Brings up deploy/docker-compose.yml (coordinator + 2 workers) with its
 #     port published on 127.0.0.1:$GRADSYNC_TEST_PORT, a short heartbeat
-#     timeout and both tokens set (GRADSYNC_TOKEN, GRADSYNC_WORKER_TOKEN);
-#     checks the health checks and that a tokenless CLI is refused.
+#     timeout and no tokens given, so the coordinator creates both in the
+#     tokens volume (the compose default) and the workers read theirs there;
+#     the CLI takes the user token from the coordinator's container. Checks
+#     the health checks and that a tokenless CLI is refused.
 #  5. Job 1: fashion_cnn, 1 epoch on the real data, 2 ranks, submitted with the
 #     CLI through the published port; must reach SUCCEEDED before its deadline
 #     with test accuracy >= GRADSYNC_TEST_MIN_ACCURACY and metrics from rank 0
@@ -43,10 +45,10 @@ START=$(date +%s)
 
 PROJECT=${GRADSYNC_TEST_PROJECT:-gradsync-ctest}
 PORT=${GRADSYNC_TEST_PORT:-50151}
-# Tokens on, as a shared deployment runs: compose hands them to the
-# coordinator and the workers; the CLI below sends the user token.
-export GRADSYNC_TOKEN="ctest-user-$$-$RANDOM"
-export GRADSYNC_WORKER_TOKEN="ctest-worker-$$-$RANDOM"
+# No tokens given: the compose default, where the coordinator creates them
+# (its --token-dir) and never serves openly. The CLI below reads the user
+# token from the coordinator's container.
+unset GRADSYNC_TOKEN GRADSYNC_WORKER_TOKEN GRADSYNC_TOKEN_DIR
 HB_TIMEOUT=${GRADSYNC_TEST_HEARTBEAT_TIMEOUT:-5}
 MIN_ACCURACY=${GRADSYNC_TEST_MIN_ACCURACY:-0.85}
 DATA_MODE=${GRADSYNC_TEST_DATA:-auto}
@@ -219,6 +221,13 @@ fetch_done() {
 wait_for 900 "the fetch-data service to finish" fetch_done
 log "fetch-data: $("${ENGINE[@]}" logs "$(containers fetch-data | head -1)" 2>&1 | tail -1)"
 
+user_token_created() {
+  GRADSYNC_TOKEN=$("${ENGINE[@]}" exec "$(containers coordinator | head -1)" \
+                   cat /tokens/user-token 2>/dev/null) && [ -n "$GRADSYNC_TOKEN" ]
+}
+wait_for 60 "the coordinator to create its tokens in /tokens" user_token_created
+export GRADSYNC_TOKEN
+log "the coordinator created its tokens; the CLI sends the user token"
 coordinator_answers() { cli --timeout 2 list >/dev/null 2>&1; }
 wait_for 60 "the coordinator on 127.0.0.1:$PORT" coordinator_answers
 if refused=$(GRADSYNC_TOKEN= cli --timeout 5 list 2>&1); then

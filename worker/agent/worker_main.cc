@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
                  "data-plane ports this worker may offer as MASTER_PORT");
   gradsync::TokenFlags token(app, "token", "GRADSYNC_WORKER_TOKEN",
                              "worker token, when the coordinator needs one",
-                             "worker");
+                             "worker", "worker-token");
   gradsync::ClientTlsFlags tls(app);
   app.add_option("--data-root", options.data_roots,
                  "data sets must lie under one of these, links in them "
@@ -72,7 +72,8 @@ int main(int argc, char** argv) {
                              : std::string(health.status().message()).c_str());
     return health.ok() ? 0 : 1;
   }
-  absl::StatusOr<std::string> worker_token = token.Load();
+  // The coordinator may still be creating its --token-dir.
+  absl::StatusOr<std::string> worker_token = token.Load(absl::Minutes(2));
   if (!worker_token.ok()) {
     std::fprintf(stderr, "gradsync-worker: %s\n",
                  std::string(worker_token.status().message()).c_str());

@@ -1,6 +1,9 @@
 #include "worker/model/checkpoint.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/serialize.h>
 
 #include <filesystem>
@@ -17,6 +20,37 @@ namespace {
 namespace fs = std::filesystem;
 using c10::IValue;
 using c10::impl::GenericDict;
+
+// torch.save's zip format (torch::pickle_save's), but without the
+// TorchScript type tags on dicts and lists (torch.jit._pickle.
+// restore_type_tag): Python's torch.load(..., weights_only=True) refuses
+// those, and the file must load with it. Untagged, the pickle holds only
+// plain containers, numbers, strings and tensors; pickle_load reads it back
+// with Any-typed containers.
+std::vector<char> PickleWithoutTypeTags(const IValue& value) {
+  std::vector<char> pickled;
+  torch::jit::Pickler pickler(
+      [&](const char* data, size_t size) {
+        pickled.insert(pickled.end(), data, data + size);
+      },
+      /*tensor_table=*/nullptr, /*type_renamer=*/nullptr,
+      /*memoized_class_types=*/nullptr, /*get_tensor_id=*/nullptr,
+      /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(value);
+  pickler.stop();
+  std::vector<char> archive;
+  caffe2::serialize::PyTorchStreamWriter writer(
+      [&](const void* data, size_t size) {
+        const char* bytes = static_cast<const char*>(data);
+        archive.insert(archive.end(), bytes, bytes + size);
+        return size;
+      });
+  torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(),
+                                     pickler.tensorData(), writer);
+  writer.writeEndOfFile();
+  return archive;
+}
 
 GenericDict StringKeyed() {
   return GenericDict(c10::StringType::get(), c10::AnyType::get());
@@ -74,8 +108,12 @@ IValue OptimizerState(torch::optim::Optimizer& optimizer) {
     group.insert("weight_decay", o.weight_decay());
     group.insert("nesterov", o.nesterov());
   }
-  c10::List<int64_t> indices;
-  for (size_t i = 0; i < params.size(); ++i) indices.push_back(i);
+  // A generic list: an int list would pickle as torch.jit._pickle.
+  // build_intlist, which weights_only loading refuses.
+  c10::impl::GenericList indices(c10::AnyType::get());
+  for (size_t i = 0; i < params.size(); ++i) {
+    indices.push_back(static_cast<int64_t>(i));
+  }
   group.insert("params", indices);
   c10::impl::GenericList groups(c10::AnyType::get());
   groups.push_back(group);
@@ -219,7 +257,7 @@ absl::StatusOr<std::string> WriteCheckpoint(
     checkpoint.insert("scaler", scaler);
   }
 
-  const std::vector<char> bytes = torch::pickle_save(IValue(checkpoint));
+  const std::vector<char> bytes = PickleWithoutTypeTags(IValue(checkpoint));
   const std::string path =
       absl::StrCat(dir, "/model-step-", position.step, ".pt");
   const std::string tmp = path + ".tmp";

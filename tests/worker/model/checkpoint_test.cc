@@ -1,6 +1,6 @@
 // Checkpoint fields beyond the model and optimizer: the loss scaler of a
 // 16-mixed run survives a write and a restore, and runs without one write
-// none.
+// none. The file names no code to run on load (weights_only loading).
 #include "worker/model/checkpoint.h"
 
 #include <gtest/gtest.h>
@@ -61,6 +61,29 @@ TEST_F(CheckpointTest, LossScalerStateSurvives) {
   EXPECT_EQ(back.scaler->growth_interval, 500);
   EXPECT_EQ(back.scaler->growth_factor, 2.0);
   EXPECT_EQ(back.scaler->backoff_factor, 0.5);
+}
+
+// Finding: snapshots named torch.jit._pickle.restore_type_tag and
+// build_intlist, so torch.load(..., weights_only=True) refused them. The
+// pickle (stored, not compressed, in the zip) may name only containers and
+// tensor rebuilders; the whole momentum state is in it.
+TEST_F(CheckpointTest, TheFileNamesNoTorchScriptHelpers) {
+  optimizer_ = std::make_unique<torch::optim::SGD>(
+      model_->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  model_->forward(torch::rand({2, 1, 12, 12})).sum().backward();
+  optimizer_->step();
+  TrainPosition at;
+  at.step = 1;
+  auto path = WriteCheckpoint(*model_, *optimizer_, at, {{"k", "v"}}, dir_);
+  ASSERT_TRUE(path.ok()) << path.status();
+  auto bytes = ReadFileBytes(*path);
+  ASSERT_TRUE(bytes.ok());
+  const std::string text(bytes->begin(), bytes->end());
+  EXPECT_EQ(text.find("torch.jit"), std::string::npos);
+  EXPECT_EQ(text.find("restore_type_tag"), std::string::npos);
+  EXPECT_EQ(text.find("build_intlist"), std::string::npos);
+  EXPECT_NE(text.find("_rebuild_tensor_v2"), std::string::npos);
+  EXPECT_TRUE(RestoreCheckpoint(*bytes, *path, *model_, *optimizer_).ok());
 }
 
 TEST_F(CheckpointTest, NoScalerWithoutLossScaling) {

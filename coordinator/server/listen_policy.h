@@ -1,0 +1,41 @@
+// Where the coordinator listens and with which tokens, decided before it
+// starts. An open coordinator (no tokens) lets anyone who reaches it submit
+// jobs, register as a worker, win rank 0 and upload a snapshot users later
+// load; so:
+//   - the user and worker tokens are set together or not at all;
+//   - with neither set and a token directory given (--token-dir, what the
+//     compose file uses), both are read from <dir>/user-token and
+//     <dir>/worker-token, created with random contents (mode 0600) when
+//     missing;
+//   - still without tokens, a non-loopback address is narrowed to loopback
+//     unless `insecure_anywhere` (--insecure-listen-anywhere) is set.
+// `note` says what was decided, for the log; it never holds a token.
+// Thread safety: pure functions, except for the token files.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace gradsync {
+
+struct ListenPlan {
+  std::string address;  // host:port to bind
+  std::string user_token;
+  std::string worker_token;
+  std::string note;  // one line for the log; empty when nothing to say
+};
+
+// FAILED_PRECONDITION when only one token is set; INVALID_ARGUMENT when they
+// are equal or `address` has no port; errors of the token files name them.
+absl::StatusOr<ListenPlan> PlanListen(const std::string& address,
+                                      const std::string& user_token,
+                                      const std::string& worker_token,
+                                      const std::string& token_dir,
+                                      bool insecure_anywhere);
+
+// Whether a host:port names the loopback interface (127.0.0.0/8,
+// localhost, [::1]).
+bool IsLoopbackAddress(const std::string& address);
+
+}  // namespace gradsync
