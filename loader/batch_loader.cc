@@ -1,6 +1,7 @@
 #include "loader/batch_loader.h"
 
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -8,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "gradsync/config.h"
+#include "loader/exception_status.h"
 
 #if GRADSYNC_WITH_OPENCV
 #include <opencv2/core/utility.hpp>
@@ -48,7 +50,11 @@ absl::StatusOr<std::unique_ptr<BatchLoader>> BatchLoader::Create(
   }
   std::unique_ptr<BatchLoader> loader(new BatchLoader(
       std::move(dataset), std::move(transform), std::move(options)));
-  if (absl::Status s = loader->InferShape(); !s.ok()) return s;
+  if (absl::Status s = GuardExceptions("loader: the first sample's shape",
+                                       [&] { return loader->InferShape(); });
+      !s.ok()) {
+    return s;
+  }
   const LoaderOptions& o = loader->options_;
   if ((!o.mean.empty() && static_cast<int>(o.mean.size()) != o.channels) ||
       o.mean.size() != o.std.size()) {
@@ -56,11 +62,42 @@ absl::StatusOr<std::unique_ptr<BatchLoader>> BatchLoader::Create(
         "loader: Normalize needs one mean and one std per channel (",
         o.channels, " channels)"));
   }
+  // Every slot holds a whole batch: bound them before allocating.
+  const double slots = double(o.threads) * o.prefetch_depth;
+  const double slot_bytes =
+      double(o.batch_size) * (4.0 * o.channels * o.height * o.width + 8.0);
+  const double budget =
+      o.max_slot_bytes > 0
+          ? double(o.max_slot_bytes)
+          : double(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE) / 2;
+  if (slots * slot_bytes > budget) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "loader: %d threads x %d prefetch_depth x batch_size %d of %dx%dx%d "
+        "float images need %.3g GB of batch slots, more than the %.3g GB "
+        "allowed (half this host's memory): lower batch_size, prefetch_depth "
+        "or loader_threads",
+        o.threads, o.prefetch_depth, o.batch_size, o.channels, o.height,
+        o.width, slots * slot_bytes / 1e9, budget / 1e9));
+  }
   const bool pin = torch::cuda::is_available();
+  if (absl::Status s =
+          GuardExceptions("loader: allocating batch slots",
+                          [&] { return loader->AllocateSlots(pin); });
+      !s.ok()) {
+    return s;
+  }
+  for (int t = 0; t < o.threads; ++t) {
+    loader->threads_.emplace_back([raw = loader.get()] { raw->WorkerLoop(); });
+  }
+  return loader;
+}
+
+absl::Status BatchLoader::AllocateSlots(bool pin) {
+  const LoaderOptions& o = options_;
   {
-    absl::MutexLock lock(&loader->mu_);
-    loader->slots_.resize(static_cast<size_t>(o.threads) * o.prefetch_depth);
-    for (Slot& slot : loader->slots_) {
+    absl::MutexLock lock(&mu_);
+    slots_.resize(static_cast<size_t>(o.threads) * o.prefetch_depth);
+    for (Slot& slot : slots_) {
       // zeros, not empty: touch the pages now rather than in the first epoch.
       slot.images = torch::zeros(
           {o.batch_size, o.channels, o.height, o.width},
@@ -70,10 +107,7 @@ absl::StatusOr<std::unique_ptr<BatchLoader>> BatchLoader::Create(
           torch::TensorOptions().dtype(torch::kInt64).pinned_memory(pin));
     }
   }
-  for (int t = 0; t < o.threads; ++t) {
-    loader->threads_.emplace_back([raw = loader.get()] { raw->WorkerLoop(); });
-  }
-  return loader;
+  return absl::OkStatus();
 }
 
 BatchLoader::BatchLoader(std::shared_ptr<const Dataset> dataset,
@@ -197,8 +231,14 @@ void BatchLoader::WorkerLoop() {
       ++busy_;
     }
     double decode_ms = 0, transform_ms = 0;
-    absl::Status status = LoadInto(epoch, position, sample, *slot, row,
-                                   &decode_ms, &transform_ms);
+    absl::Status status;
+    try {  // a throwing decoder or transform fails the sample, not the worker
+      status = LoadInto(epoch, position, sample, *slot, row, &decode_ms,
+                        &transform_ms);
+    } catch (const std::exception& e) {
+      status = StatusFromException(
+          e, absl::StrCat("loading sample ", dataset_->name(sample)));
+    }
     absl::MutexLock lock(&mu_);
     --busy_;
     slot->decode_ms += decode_ms;
@@ -229,8 +269,7 @@ absl::Status BatchLoader::LoadInto(int64_t epoch, int64_t position,
         "image %s is %dx%dx%d after transforms, the batch holds %dx%dx%d "
         "(images of one size, or set channels)",
         dataset_->name(sample), shape.rows, shape.cols, shape.channels,
-        options_.height,
-        options_.width, options_.channels));
+        options_.height, options_.width, options_.channels));
   }
   const int64_t per_image =
       int64_t{options_.channels} * options_.height * options_.width;

@@ -49,6 +49,10 @@ struct LoaderOptions {
   std::vector<float> mean, std;  // Normalize; empty = ToTensor only
   // Longest Next() waits for one batch before DEADLINE_EXCEEDED.
   absl::Duration batch_timeout = absl::Minutes(5);
+  // Most memory the batch slots (threads x prefetch_depth batches) may take;
+  // 0 = half of this host's physical memory. Create fails with
+  // RESOURCE_EXHAUSTED naming batch_size, prefetch_depth and threads above.
+  int64_t max_slot_bytes = 0;
 };
 
 struct Batch {
@@ -109,6 +113,8 @@ class BatchLoader {
               std::shared_ptr<const Transform> transform,
               LoaderOptions options);
   absl::Status InferShape();
+  // The threads x prefetch_depth batch slots (pinned where CUDA is).
+  absl::Status AllocateSlots(bool pin);
   void WorkerLoop();
   // Decodes, transforms and writes one sample into its slot row.
   absl::Status LoadInto(int64_t epoch, int64_t position, int64_t sample,

@@ -10,8 +10,8 @@
 namespace gradsync {
 
 absl::StatusOr<std::unique_ptr<ImageFolderDataset>> ImageFolderDataset::Open(
-    const std::string& root, int channels,
-    const std::vector<std::string>& data_roots) {
+    const std::string& root, int channels, const DatasetAccess& access) {
+  const std::vector<std::string>& data_roots = access.data_roots;
   if (channels != 0 && channels != 1 && channels != 3) {
     return absl::InvalidArgumentError(
         absl::StrCat("channels must be 0, 1 or 3 (got ", channels, ")"));
@@ -27,7 +27,7 @@ absl::StatusOr<std::unique_ptr<ImageFolderDataset>> ImageFolderDataset::Open(
     return s;
   }
   return std::unique_ptr<ImageFolderDataset>(
-      new ImageFolderDataset(std::move(*index), channels));
+      new ImageFolderDataset(std::move(*index), channels, access.decode));
 }
 
 absl::StatusOr<Image> ImageFolderDataset::Load(int64_t index) const {
@@ -35,19 +35,19 @@ absl::StatusOr<Image> ImageFolderDataset::Load(int64_t index) const {
     return absl::OutOfRangeError(
         absl::StrCat("sample index ", index, " outside [0, ", size(), ")"));
   }
-  return DecodeImageFile(index_.samples[index].path, channels_);
+  return DecodeImageFile(index_.samples[index].path, channels_, limits_);
 }
 
 absl::StatusOr<std::shared_ptr<const Dataset>> OpenDataset(
     const std::string& path, const std::string& split, int channels,
-    const std::vector<std::string>& data_roots) {
+    const DatasetAccess& access) {
   if (absl::StartsWith(path, kSyntheticPrefix)) {
     auto synthetic = SyntheticDataset::Open(path, split, channels);
     if (!synthetic.ok()) return synthetic.status();
     return std::shared_ptr<const Dataset>(std::move(*synthetic));
   }
   auto folder =
-      ImageFolderDataset::Open(SplitPath(path, split), channels, data_roots);
+      ImageFolderDataset::Open(SplitPath(path, split), channels, access);
   if (!folder.ok()) return folder.status();
   return std::shared_ptr<const Dataset>(std::move(*folder));
 }

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "loader/image.h"
+#include "loader/image_decoder.h"
 #include "loader/image_folder_index.h"
 
 namespace gradsync {
@@ -30,13 +31,19 @@ class Dataset {
   virtual absl::StatusOr<Image> Load(int64_t index) const = 0;
 };
 
+// What a host lets a data set do: where it may lie (data_roots.h; empty:
+// anywhere) and how large its images may be.
+struct DatasetAccess {
+  std::vector<std::string> data_roots;
+  DecodeLimits decode;
+};
+
 class ImageFolderDataset : public Dataset {
  public:
   // `channels`: 0 as stored, 1 grayscale, 3 RGB. Errors as ScanImageFolder
-  // and, with `data_roots`, CheckIndexUnderDataRoots.
+  // and, with data roots, CheckIndexUnderDataRoots.
   static absl::StatusOr<std::unique_ptr<ImageFolderDataset>> Open(
-      const std::string& root, int channels,
-      const std::vector<std::string>& data_roots = {});
+      const std::string& root, int channels, const DatasetAccess& access = {});
 
   int64_t size() const override { return index_.samples.size(); }
   int64_t label(int64_t i) const override { return index_.samples[i].label; }
@@ -48,19 +55,20 @@ class ImageFolderDataset : public Dataset {
   const std::vector<std::string>& classes() const { return index_.classes; }
 
  private:
-  ImageFolderDataset(ImageFolderIndex index, int channels)
-      : index_(std::move(index)), channels_(channels) {}
+  ImageFolderDataset(ImageFolderIndex index, int channels, DecodeLimits limits)
+      : index_(std::move(index)), channels_(channels), limits_(limits) {}
   const ImageFolderIndex index_;
   const int channels_;
+  const DecodeLimits limits_;
 };
 
 // Split `split` of the data set `path`: SyntheticDataset::Open for a
 // "synthetic:" path, else the ImageFolderDataset at SplitPath(path, split).
-// `channels` as ImageFolderDataset::Open. With `data_roots`, the folder and
+// `channels` as ImageFolderDataset::Open. With data roots, the folder and
 // every link its listing followed must resolve under one of them
 // (PERMISSION_DENIED naming the path). Errors as those.
 absl::StatusOr<std::shared_ptr<const Dataset>> OpenDataset(
     const std::string& path, const std::string& split, int channels,
-    const std::vector<std::string>& data_roots = {});
+    const DatasetAccess& access = {});
 
 }  // namespace gradsync

@@ -1,10 +1,17 @@
 #include "loader/image_decoder.h"
 
-#include <fstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "gradsync/config.h"
+#include "loader/image_header.h"
 
 #if GRADSYNC_WITH_OPENCV
 #include <opencv2/imgcodecs.hpp>
@@ -25,7 +32,9 @@ namespace {
 // TurboJPEG: the same libjpeg-turbo decode OpenCV runs, without OpenCV's BGR
 // order and the swap back. Returns false (nothing decoded) for what it does
 // not handle: CMYK, corrupt data, warnings; OpenCV then decodes and reports.
-bool DecodeJpegTurbo(const std::string& bytes, int channels, Image* out) {
+// Never allocates more than `max_pixels` (false with *too_large set).
+bool DecodeJpegTurbo(const std::string& bytes, int channels, int64_t max_pixels,
+                     Image* out, bool* too_large) {
   struct Closer {
     void operator()(void* h) const { tjDestroy(h); }
   };
@@ -39,6 +48,10 @@ bool DecodeJpegTurbo(const std::string& bytes, int channels, Image* out) {
   }
   if (colorspace != TJCS_YCbCr && colorspace != TJCS_RGB &&
       colorspace != TJCS_GRAY) {
+    return false;
+  }
+  if (int64_t{width} * height > max_pixels) {
+    *too_large = true;
     return false;
   }
   const bool gray = channels == 1 || (channels == 0 && colorspace == TJCS_GRAY);
@@ -92,22 +105,46 @@ absl::StatusOr<Image> DecodeOpenCv(const std::string& bytes, int channels,
 
 }  // namespace
 
-absl::StatusOr<Image> DecodeImageFile(const std::string& path, int channels) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot open image ", path));
+absl::StatusOr<Image> DecodeImageFile(const std::string& path, int channels,
+                                      const DecodeLimits& limits) {
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot open image ", path, ": ", std::strerror(errno)));
   }
-  const std::streamoff size = in.tellg();
-  std::string bytes(size > 0 ? static_cast<size_t>(size) : 0, '\0');
-  in.seekg(0);
-  if (size < 0 || !in.read(bytes.data(), size)) {
-    return absl::DataLossError(absl::StrCat("cannot read image ", path));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("image ", path, " is not a regular file"));
   }
-  return DecodeImageBytes(bytes, channels, path);
+  if (st.st_size > limits.max_file_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "image ", path, " is ", st.st_size, " bytes, more than the limit of ",
+        limits.max_file_bytes, " (--max-image-bytes)"));
+  }
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return absl::DataLossError(
+          absl::StrCat("cannot read image ", path, ": ",
+                       n < 0 ? std::strerror(errno) : "shorter than its size"));
+    }
+    done += static_cast<size_t>(n);
+  }
+  return DecodeImageBytes(bytes, channels, path, limits);
 }
 
 absl::StatusOr<Image> DecodeImageBytes(const std::string& bytes, int channels,
-                                         const std::string& path) {
+                                       const std::string& path,
+                                       const DecodeLimits& limits) {
   if (bytes.empty()) {
     return absl::DataLossError(
         absl::StrCat("image ", path, " is empty (0 bytes)"));
@@ -128,12 +165,29 @@ absl::StatusOr<Image> DecodeImageBytes(const std::string& bytes, int channels,
           absl::StrCat("image ", path, " is a truncated JPEG (no end marker)"));
     }
   }
+  // Decoders allocate what the header declares: check it first.
+  auto too_large = [&](const std::string& declared) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("image ", path, " declares ", declared,
+                     " pixels, more than the limit of ", limits.max_pixels,
+                     " (--max-image-pixels; a decompression bomb?)"));
+  };
+  if (const std::optional<DeclaredSize> size = ReadDeclaredSize(bytes)) {
+    if (size->width > 0 && size->height > 0 &&
+        (size->width > limits.max_pixels || size->height > limits.max_pixels ||
+         size->width * size->height > limits.max_pixels)) {
+      return too_large(absl::StrCat(size->width, "x", size->height));
+    }
+  }
 #if GRADSYNC_WITH_TURBOJPEG
   Image decoded;
+  bool turbo_too_large = false;
   if (static_cast<unsigned char>(bytes[0]) == 0xFF &&
-      DecodeJpegTurbo(bytes, channels, &decoded)) {
+      DecodeJpegTurbo(bytes, channels, limits.max_pixels, &decoded,
+                      &turbo_too_large)) {
     return decoded;
   }
+  if (turbo_too_large) return too_large("too many");
 #endif
 #if GRADSYNC_WITH_OPENCV
   return DecodeOpenCv(bytes, channels, path);

@@ -154,7 +154,10 @@ class Coordinator {
     std::set<std::string> awaiting_release;
     absl::Time restart_deadline = absl::InfinitePast();
     std::string restart_reason;  // why the last attempt failed
-    std::string stall_key;       // the reported stall, without its duration
+    // The error a rank reported for the last failed attempt (FailAttempt's
+    // `error`); empty when it died or hung. In memory only.
+    std::string last_error;
+    std::string stall_key;  // the reported stall, without its duration
     // Restored RUNNING job: ranks' workers not yet re-registered, and until
     // when they may.
     std::set<std::string> awaiting_reconnect;
@@ -199,9 +202,12 @@ class Coordinator {
   // The current attempt of a job failed (`reason` names the rank, host and
   // step): restarts the job (back to PENDING, a new rendezvous later) when
   // its restart budget and the live workers allow, else fails it.
-  // `dead_worker` (may be empty) is not counted as available.
+  // `dead_worker` (may be empty) is not counted as available. `error` is
+  // the error a rank reported (empty for a dead or hung worker): the same
+  // error twice in a row fails the job instead of trying a third time.
   void FailAttempt(JobEntry& entry, const std::string& reason,
-                   const std::string& dead_worker)
+                   const std::string& dead_worker,
+                   const std::string& error = "")
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A worker of attempt `attempt`, which already ended, was declared dead:
   // `death` is added to that attempt's outcome (and to the pending

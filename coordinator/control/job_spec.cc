@@ -1,6 +1,7 @@
 #include "coordinator/control/job_spec.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -8,6 +9,10 @@
 
 namespace gradsync {
 namespace {
+
+// Per rank; DDP users rarely go past a few thousand.
+constexpr int64_t kMaxBatchSize = 1 << 20;
+constexpr int64_t kMaxSamplesInFlight = 1 << 24;
 
 absl::Status Invalid(const std::string& field, const std::string& what) {
   return absl::InvalidArgumentError(
@@ -110,9 +115,10 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
     return Invalid("epochs",
                    absl::StrCat("must be >= 1 (got ", spec.epochs(), ")"));
   }
-  if (spec.batch_size() < 1) {
+  if (spec.batch_size() < 1 || spec.batch_size() > kMaxBatchSize) {
     return Invalid("batch_size",
-                   absl::StrCat("must be >= 1 (got ", spec.batch_size(), ")"));
+                   absl::StrCat("must be in [1, ", kMaxBatchSize,
+                                "] per rank (got ", spec.batch_size(), ")"));
   }
   const v1::OptimizerSpec& opt = spec.optimizer();
   if (opt.type() != v1::OPTIMIZER_TYPE_SGD &&
@@ -140,6 +146,26 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
   if (spec.prefetch_depth() < 1 || spec.prefetch_depth() > 64) {
     return Invalid("prefetch_depth", absl::StrCat("must be in [1, 64] (got ",
                                                   spec.prefetch_depth(), ")"));
+  }
+  // Every loader thread keeps prefetch_depth whole batches in memory.
+  const int64_t in_flight = int64_t{spec.loader_threads()} *
+                            spec.prefetch_depth() * spec.batch_size();
+  if (in_flight > kMaxSamplesInFlight) {
+    return Invalid("prefetch_depth",
+                   absl::StrCat("x loader_threads x batch_size = ", in_flight,
+                                " samples in flight, more than ",
+                                kMaxSamplesInFlight, ": lower one of them"));
+  }
+  for (const auto& [field, value, limit] :
+       {std::tuple<const char*, const std::string&, size_t>{"name", spec.name(),
+                                                            256},
+        {"dataset.path", spec.dataset().path(), 4096},
+        {"checkpoint.directory", spec.checkpoint().directory(), 4096},
+        {"checkpoint.resume_from", spec.checkpoint().resume_from(), 4096}}) {
+    if (value.size() > limit) {
+      return Invalid(field, absl::StrCat("is ", value.size(),
+                                         " bytes long, more than ", limit));
+    }
   }
   if (!Contains(KnownAugmentations(), spec.augmentation())) {
     return Invalid(

@@ -130,7 +130,8 @@ Coordinator::WorkerEntry* Coordinator::Readopt(
 }
 
 void Coordinator::FailAttempt(JobEntry& entry, const std::string& reason,
-                              const std::string& dead_worker) {
+                              const std::string& dead_worker,
+                              const std::string& error) {
   v1::Job& job = entry.job;
   const absl::Time now = absl::Now();
   if (v1::AttemptRecord* a = FindAttemptRecord(job, job.attempt())) {
@@ -152,6 +153,15 @@ void Coordinator::FailAttempt(JobEntry& entry, const std::string& reason,
   }
   const int max_restarts = job.spec().max_restarts();
   const int min_workers = job.spec().world_size().min_workers();
+  const bool repeated = !error.empty() && error == entry.last_error;
+  entry.last_error = error;
+  if (repeated) {
+    Transition(entry, v1::JOB_STATE_FAILED,
+               absl::StrCat(reason,
+                            "; the previous attempt failed with the same "
+                            "error, so it is not restarted again"));
+    return;
+  }
   if (job.restarts() >= max_restarts) {
     Transition(
         entry, v1::JOB_STATE_FAILED,

@@ -356,7 +356,7 @@ absl::Status Coordinator::CompleteTask(const v1::CompleteTaskRequest& request) {
                 absl::StrCat(DescribeRank(entry, request.task().rank()),
                              " failed at step ", w.info.step(), ": ",
                              request.message()),
-                "");
+                "", request.message());
     return absl::OkStatus();
   }
   entry.completed.insert(request.task().rank());

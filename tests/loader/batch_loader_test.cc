@@ -10,10 +10,13 @@
 namespace gradsync {
 namespace {
 
-// Image i is 8x8 grayscale with every pixel = i % 251; sample `bad` fails.
+// Image i is 8x8 grayscale with every pixel = i % 251; sample `bad` fails,
+// sample `throws` throws a c10::Error (a LibTorch or OpenCV failure).
 class FakeDataset : public Dataset {
  public:
-  FakeDataset(int64_t n, std::set<int64_t> bad = {}) : n_(n), bad_(bad) {}
+  FakeDataset(int64_t n, std::set<int64_t> bad = {},
+              std::set<int64_t> throws = {})
+      : n_(n), bad_(bad), throws_(throws) {}
   int64_t size() const override { return n_; }
   int64_t label(int64_t i) const override { return i % 10; }
   int num_classes() const override { return 10; }
@@ -24,12 +27,13 @@ class FakeDataset : public Dataset {
     if (bad_.count(i)) {
       return absl::DataLossError("image " + name(i) + " is corrupt");
     }
+    TORCH_CHECK(throws_.count(i) == 0, "boom in a decoder");
     return Image(8, 8, 1, static_cast<uint8_t>(i % 251));
   }
 
  private:
   int64_t n_;
-  std::set<int64_t> bad_;
+  std::set<int64_t> bad_, throws_;
 };
 
 std::unique_ptr<BatchLoader> MakeLoader(
@@ -161,6 +165,47 @@ TEST(BatchLoaderTest, SkipCorruptCountsAndContinues) {
   EXPECT_EQ(loader->skipped_total(), 3);
   EXPECT_EQ(seen.size(), 27u);
   EXPECT_EQ(std::count(seen.begin(), seen.end(), 13), 0);
+}
+
+// Finding: an exception in a loader thread ended the worker process. It
+// fails the sample like a corrupt file (named), or is skipped and counted.
+TEST(BatchLoaderTest, ASampleThatThrowsFailsItsBatchNotTheProcess) {
+  auto data = std::make_shared<FakeDataset>(30, std::set<int64_t>{},
+                                            std::set<int64_t>{13});
+  auto loader = MakeLoader(data, 2, 10);
+  ASSERT_TRUE(loader->StartEpoch(0, Range(30)).ok());
+  Batch b;
+  ASSERT_TRUE(*loader->Next(&b));
+  auto bad = loader->Next(&b);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(bad.status().message().find("loading sample /fake/13.png: boom "
+                                        "in a decoder"),
+            std::string::npos)
+      << bad.status();
+
+  auto skipping = MakeLoader(data, 2, 10, nullptr, /*skip=*/true);
+  ASSERT_TRUE(skipping->StartEpoch(0, Range(30)).ok());
+  while (*skipping->Next(&b)) {
+  }
+  EXPECT_EQ(skipping->skipped_total(), 1);
+}
+
+// Finding: --batch-size 2000000000 aborted the workers allocating slots.
+TEST(BatchLoaderTest, BatchSlotsBeyondTheMemoryBudgetAreRefused) {
+  auto data = std::make_shared<FakeDataset>(30);
+  LoaderOptions o;
+  o.batch_size = 2000000000;
+  auto huge = BatchLoader::Create(data, nullptr, o);
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(huge.status().message().find("batch_size 2000000000"),
+            std::string::npos)
+      << huge.status();
+  o.batch_size = 100;
+  o.max_slot_bytes = 10000;  // 2 x 2 slots x 100 x (8x8 floats + label)
+  auto over = BatchLoader::Create(data, nullptr, o);
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
+  o.max_slot_bytes = 4 * 100 * (8 * 8 * 4 + 8);
+  EXPECT_TRUE(BatchLoader::Create(data, nullptr, o).ok());
 }
 
 TEST(BatchLoaderTest, NewEpochMidEpochAndStopDoNotHang) {

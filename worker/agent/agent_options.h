@@ -5,13 +5,16 @@
 #include <string>
 #include <vector>
 
+#include "loader/dataset.h"
+
 namespace gradsync {
 
 struct AgentOptions {
   std::string host = "127.0.0.1";  // address peers and logs use
   std::vector<int> free_ports;     // offered for MASTER_PORT
-  // Data sets must lie under one of these (data_roots.h); empty: anywhere.
-  std::vector<std::string> data_roots;
+  // Data sets must lie under these roots (data_roots.h; empty: anywhere);
+  // images within these sizes (image_decoder.h).
+  DatasetAccess dataset_access;
   int log_every = 50;  // steps between progress log lines
   // When set, each task appends its trained batches' sample indices to
   // <dir>/<job>-a<attempt>-r<rank>.trace (see TrainContext::sample_trace).

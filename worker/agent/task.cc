@@ -196,7 +196,7 @@ void Task::Run() {
   if (status.ok()) {
     TrainContext c;
     c.spec = ToTrainSpec(spec);
-    c.spec.data_roots = options_.data_roots;
+    c.spec.dataset_access = options_.dataset_access;
     c.rank = a.rank();
     c.world_size = a.world_size();
     c.train_samples = a.train_samples();

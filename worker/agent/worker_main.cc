@@ -35,11 +35,22 @@ int main(int argc, char** argv) {
                              "worker token, when the coordinator needs one",
                              "worker", "worker-token");
   gradsync::ClientTlsFlags tls(app);
-  app.add_option("--data-root", options.data_roots,
+  app.add_option("--data-root", options.dataset_access.data_roots,
                  "data sets must lie under one of these, links in them "
                  "included (repeatable; default: anywhere)")
       ->envname("GRADSYNC_DATA_ROOTS")
       ->delimiter(',');
+  app.add_option("--max-image-pixels", options.dataset_access.decode.max_pixels,
+                 "images declaring more pixels are refused before decoding")
+      ->envname("GRADSYNC_MAX_IMAGE_PIXELS")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-image-bytes",
+                 options.dataset_access.decode.max_file_bytes,
+                 "larger image files are refused before reading")
+      ->envname("GRADSYNC_MAX_IMAGE_BYTES")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--log-every", options.log_every, "steps between log lines")
       ->capture_default_str();
   app.add_option("--sample-trace-dir", options.sample_trace_dir,

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "loader/exception_status.h"
 
 namespace gradsync {
 namespace {
@@ -222,15 +223,19 @@ void Reducer::CommLoop() {
     torch::Tensor flat = buckets_[b].flat;
     mu_.Unlock();
     const auto start = std::chrono::steady_clock::now();
-    absl::Status s;
-    if (wire_dtype_ == torch::kFloat32) {
-      s = comm_->AllReduce(flat, ReduceOp::kAverage);
-    } else {
-      torch::NoGradGuard no_grad;
-      at::Tensor wire = flat.div(comm_->size()).to(wire_dtype_);
-      s = comm_->AllReduce(wire, ReduceOp::kSum);
-      if (s.ok()) flat.copy_(wire);
-    }
+    // An exception here (a cast that cannot allocate) would end the
+    // process: it fails the step instead.
+    const absl::Status s = GuardExceptions(
+        absl::StrCat("all-reducing bucket ", b), [&]() -> absl::Status {
+          if (wire_dtype_ == torch::kFloat32) {
+            return comm_->AllReduce(flat, ReduceOp::kAverage);
+          }
+          torch::NoGradGuard no_grad;
+          at::Tensor wire = flat.div(comm_->size()).to(wire_dtype_);
+          absl::Status reduced = comm_->AllReduce(wire, ReduceOp::kSum);
+          if (reduced.ok()) flat.copy_(wire);
+          return reduced;
+        });
     const double ms = MsSince(start);
     mu_.Lock();
     comm_ms_ += ms;

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "loader/dataset.h"
+
 namespace gradsync {
 
 enum class OptimizerKind { kAdam, kSgd };
@@ -22,9 +24,9 @@ struct TrainSpec {
   std::string dataset_path;
   std::string split = "train";
   std::string eval_split;  // empty = no evaluation
-  // This host's data roots (data_roots.h): the splits and every link in
-  // them must resolve under one. Empty: anywhere.
-  std::vector<std::string> data_roots;
+  // This host's data roots (data_roots.h: the splits and every link in them
+  // must resolve under one; empty: anywhere) and image size limits.
+  DatasetAccess dataset_access;
   int channels = 0;  // 0 = as stored, 1 = grayscale, 3 = RGB
   std::string augmentation = "none";
   int loader_threads = 2;

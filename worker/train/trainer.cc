@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "loader/batch_loader.h"
+#include "loader/exception_status.h"
 #include "loader/image_folder_index.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/models.h"
@@ -30,7 +31,7 @@ double MsSince(Clock::time_point t) {
 absl::StatusOr<std::shared_ptr<const Dataset>> OpenSplit(
     const TrainSpec& spec, const std::string& split, int64_t expected) {
   auto dataset =
-      OpenDataset(spec.dataset_path, split, spec.channels, spec.data_roots);
+      OpenDataset(spec.dataset_path, split, spec.channels, spec.dataset_access);
   if (!dataset.ok()) return dataset.status();
   if ((*dataset)->size() != expected) {
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -372,7 +373,9 @@ absl::StatusOr<torch::Device> ComputeDevice(Backend backend, int cuda_device) {
   return torch::Device(torch::kCUDA, static_cast<int8_t>(cuda_device));
 }
 
-absl::StatusOr<TrainResult> Train(const TrainContext& c) {
+namespace {
+
+absl::StatusOr<TrainResult> TrainUnguarded(const TrainContext& c) {
   torch::manual_seed(c.spec.seed);
   Session session;
   if (absl::Status s = OpenData(c, session); !s.ok()) return s;
@@ -384,6 +387,12 @@ absl::StatusOr<TrainResult> Train(const TrainContext& c) {
     start = *resumed;
   }
   return Loop(c, session, start).Run();
+}
+
+}  // namespace
+
+absl::StatusOr<TrainResult> Train(const TrainContext& c) {
+  return GuardExceptions("training", [&] { return TrainUnguarded(c); });
 }
 
 }  // namespace gradsync

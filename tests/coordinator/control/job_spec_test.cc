@@ -127,5 +127,24 @@ TEST(JobSpecTest, OtherFields) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Finding: --batch-size 2000000000 reached the workers and aborted them.
+// Limits that matter are checked at submit, naming the field.
+TEST(JobSpecTest, SizesThatCannotWorkAreRefused) {
+  v1::JobSpec spec = ValidSpec();
+  spec.set_batch_size(2000000000);
+  ExpectInvalid(spec, "batch_size");
+  spec = ValidSpec();
+  spec.set_batch_size(1 << 20);
+  spec.set_loader_threads(64);
+  spec.set_prefetch_depth(8);
+  ExpectInvalid(spec, "prefetch_depth");
+  spec = ValidSpec();
+  spec.set_name(std::string(300, 'n'));
+  ExpectInvalid(spec, "name");
+  spec = ValidSpec();
+  spec.mutable_checkpoint()->set_directory(std::string(5000, 'd'));
+  ExpectInvalid(spec, "checkpoint.directory");
+}
+
 }  // namespace
 }  // namespace gradsync

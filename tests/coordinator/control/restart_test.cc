@@ -145,6 +145,37 @@ TEST(RestartTest, TheRestartLimitEndsTheJob) {
   EXPECT_EQ(failed.attempts_size(), 2);
 }
 
+// Finding: a job that fails the same way on every attempt (a batch that
+// cannot be allocated) restarted until its limit. The same error twice in a
+// row ends it, saying why.
+TEST(RestartTest, TheSameErrorTwiceInARowEndsTheJob) {
+  TestCluster c;
+  SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-a");
+  v1::JobSpec spec = c.Spec(2);
+  spec.set_max_restarts(5);
+  v1::Job job = c.Submit(spec);
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    w0.AwaitAssignment();
+    w1.AwaitAssignment();
+    EXPECT_EQ(w1.task()->attempt(), attempt);
+    ASSERT_TRUE(w1.Complete(false, "loader: out of memory").ok());
+    if (attempt == 1) {
+      EXPECT_EQ(c.Get(job.id()).state(), v1::JOB_STATE_PENDING);
+      StopAndIdle(w0);
+      v1::HeartbeatResponse r;
+      ASSERT_TRUE(w1.Heartbeat(&r).ok());
+    }
+  }
+  v1::Job failed = c.Get(job.id());
+  EXPECT_EQ(failed.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(failed.message().find("loader: out of memory; the previous "
+                                  "attempt failed with the same error"),
+            std::string::npos)
+      << failed.message();
+  EXPECT_EQ(failed.attempts_size(), 2);
+  EXPECT_EQ(failed.restarts(), 1);
+}
+
 TEST(RestartTest, AStuckSurvivorDoesNotHoldTheRestartPastItsDeadline) {
   // The survivor keeps heartbeating its old task (stuck in a collective);
   // the restart waits for it only collective_timeout + 2 heartbeat

@@ -259,6 +259,18 @@ TEST_F(TrainerTest, SixteenMixedIsRefusedOnTheCpu) {
       << result.status();
 }
 
+// Finding: --batch-size 2000000000 aborted every assigned worker. The task
+// fails with a reason; the process (here: the test) goes on.
+TEST_F(TrainerTest, AnImpossibleBatchFailsTheTaskNotTheProcess) {
+  TrainSpec spec = Spec("");
+  spec.batch_size = 2000000000;
+  auto result = Run(spec);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(result.status().message().find("batch_size 2000000000"),
+            std::string::npos)
+      << result.status();
+}
+
 TEST(ComputeDeviceTest, NcclNeedsALibTorchWithCuda) {
   auto gloo = ComputeDevice(Backend::kGloo, 0);
   ASSERT_TRUE(gloo.ok());
