@@ -11,14 +11,27 @@
 #      hybrid cgroup layout here) and default ulimits root may actually set;
 #   3. makes the base image docker.io/library/debian:bookworm-slim locally with
 #      debootstrap (no image registry is reachable), unless it already exists.
-# Environment: DEBIAN_MIRROR (default http://deb.debian.org/debian).
+# Environment: DEBIAN_MIRROR (default: the Debian archive this machine's
+# own apt sources name).
 set -euo pipefail
 
-MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 BASE_IMAGE=docker.io/library/debian:bookworm-slim
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 log() { echo "install-container-engine: $*"; }
+
+# The first Debian archive (not its security archive) in this machine's apt
+# sources: deb822 .sources files (URIs:) or one-line .list entries.
+apt_mirror() {
+  {
+    cat /etc/apt/sources.list.d/*.sources 2>/dev/null \
+      | awk 'tolower($1) == "uris:" { for (i = 2; i <= NF; i++) print $i }'
+    cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
+      | sed -e 's/#.*//' -e 's/\[[^]]*\]//' \
+      | awk '$1 == "deb" { print $2 }'
+  } | grep -v -e security -e '^$' | head -1
+}
+MIRROR=${DEBIAN_MIRROR:-$(apt_mirror)}
 
 if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
   log "a Docker engine is running; nothing to do"
@@ -62,6 +75,10 @@ else
   fi
   root=$(mktemp -d /tmp/gradsync-bookworm.XXXXXX)
   trap '$SUDO rm -rf "$root"' EXIT
+  if [ -z "$MIRROR" ]; then
+    log "no Debian archive in this machine's apt sources: set DEBIAN_MIRROR"
+    exit 1
+  fi
   log "debootstrap --variant=minbase bookworm ($MIRROR), about 2 minutes"
   $SUDO debootstrap --variant=minbase bookworm "$root" "$MIRROR" >/dev/null
   # Like the official slim image: no package lists or caches inside.
