@@ -163,12 +163,9 @@ void Agent::Beat() {
 }
 
 void Agent::StartTask(const v1::Assignment& a) {
-  // torchrun's names, for what the task runs and for the logs.
-  setenv("RANK", absl::StrCat(a.rank()).c_str(), 1);
-  setenv("WORLD_SIZE", absl::StrCat(a.world_size()).c_str(), 1);
-  setenv("LOCAL_RANK", absl::StrCat(a.local_rank()).c_str(), 1);
-  setenv("MASTER_ADDR", a.master_addr().c_str(), 1);
-  setenv("MASTER_PORT", absl::StrCat(a.master_port()).c_str(), 1);
+  // torchrun's names, in the log and in the task's checkpoint metadata;
+  // not in this process's environment: setenv races every other thread's
+  // getenv (gRPC's, LibTorch's).
   AgentLog(absl::StrFormat(
       "job %s attempt %d: RANK=%d WORLD_SIZE=%d LOCAL_RANK=%d MASTER_ADDR=%s "
       "MASTER_PORT=%d model=%s",

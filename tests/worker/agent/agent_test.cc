@@ -111,6 +111,58 @@ TEST(AgentTest, TwoAgentsTrainAJobAndReturnToIdle) {
   for (auto& agent : agents) agent->Stop();
   for (std::thread& t : threads) t.join();
   for (const absl::Status& s : ran) EXPECT_TRUE(s.ok()) << s;
+  // The agents ran the task with torchrun's names but never setenv'd them
+  // (that races every other thread's getenv).
+  for (const char* name :
+       {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) {
+    EXPECT_EQ(std::getenv(name), nullptr) << name;
+  }
+  fs::remove_all(dir);
+}
+
+// Finding: a failing task (there an exception) ended the worker process.
+// Here every rank fails (its images exceed the worker's pixel limit): the
+// job fails naming the file, and both agents are idle and running again.
+TEST(AgentTest, AFailedTaskLeavesTheAgentIdleAndRunning) {
+  testing::TestCluster cluster;
+  const fs::path dir = testing::UniqueTempDir("agent-fail-test");
+  MakePngFolder(dir / "data", 4, 2);
+  std::vector<std::unique_ptr<Agent>> agents;
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> ran(2);
+  std::vector<std::string> health;
+  for (int i = 0; i < 2; ++i) {
+    AgentOptions o;
+    o.host = "127.0.0.1";
+    o.log_every = 0;
+    o.health_file = (dir / absl::StrCat("health-", i)).string();
+    o.dataset_access.decode.max_pixels = 100;  // the images are 28x28
+    health.push_back(o.health_file);
+    agents.push_back(std::make_unique<Agent>(
+        v1::WorkerService::NewStub(
+            MakeCoordinatorChannel(cluster.address(), /*token=*/"")),
+        o));
+    threads.emplace_back([&, i] { ran[i] = agents[i]->Run(); });
+  }
+  v1::JobSpec spec = cluster.Spec(2);
+  spec.mutable_dataset()->set_path((dir / "data").string());
+  spec.set_model("mlp");
+  spec.set_batch_size(2);
+  spec.set_max_restarts(0);
+  const v1::Job submitted = cluster.Submit(spec);
+  const v1::Job failed =
+      cluster.WaitForState(submitted.id(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(failed.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(failed.message().find("more than the limit of 100"),
+            std::string::npos)
+      << failed.message();
+  for (const std::string& file : health) {
+    absl::StatusOr<std::string> h = AwaitHealth(file, "idle");
+    EXPECT_TRUE(h.ok()) << h.status();
+  }
+  for (auto& agent : agents) agent->Stop();
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : ran) EXPECT_TRUE(s.ok()) << s;
   fs::remove_all(dir);
 }
 
