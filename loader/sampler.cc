@@ -33,7 +33,7 @@ int64_t DistributedNumSamples(int64_t dataset_size, int world_size,
   if (drop_last && dataset_size % world_size != 0) {
     return dataset_size / world_size;
   }
-  return (dataset_size + world_size - 1) / world_size;
+  return dataset_size / world_size + (dataset_size % world_size != 0);
 }
 
 std::vector<int64_t> TorchRandPerm(int64_t n, uint64_t seed) {
@@ -53,8 +53,12 @@ std::vector<int64_t> TorchRandPerm(int64_t n, uint64_t seed) {
 
 std::vector<int64_t> EpochOrder(int64_t dataset_size, int64_t seed, int epoch,
                                 bool shuffle) {
-  if (shuffle)
-    return TorchRandPerm(dataset_size, static_cast<uint64_t>(seed + epoch));
+  // seed + epoch as Python computes it, modulo 2^64 (no signed overflow for
+  // a seed near INT64_MAX); only the low bits seed the generator.
+  if (shuffle) {
+    return TorchRandPerm(dataset_size, static_cast<uint64_t>(seed) +
+                                           static_cast<uint64_t>(epoch));
+  }
   std::vector<int64_t> order(static_cast<size_t>(dataset_size));
   std::iota(order.begin(), order.end(), 0);
   return order;

@@ -51,8 +51,8 @@ int Cli::Fail(const grpc::Status& status) const {
                            "GRADSYNC_COORDINATOR (and --tls-ca when it "
                            "serves TLS)");
   }
-  err_ << "gradsync: " << CodeName(status.error_code()) << ": " << message
-       << "\n";
+  err_ << "gradsync: " << CodeName(status.error_code()) << ": "
+       << TerminalSafe(message) << "\n";
   return 1;
 }
 
@@ -73,7 +73,7 @@ int Cli::Submit(const JobFlags& flags, bool then_watch) {
     out_ << ToJson(job) << "\n";
   } else {
     out_ << job.id() << " submitted: " << StateName(job.state()) << " - "
-         << job.message() << "\n";
+         << TerminalSafe(job.message()) << "\n";
   }
   out_.flush();
   return then_watch ? Watch(job.id()) : 0;
@@ -120,8 +120,8 @@ int Cli::Cancel(const std::string& job_id, const std::string& reason) {
   if (options_.json) {
     out_ << ToJson(job) << "\n";
   } else {
-    out_ << job.id() << " " << StateName(job.state()) << ": " << job.message()
-         << "\n";
+    out_ << job.id() << " " << StateName(job.state()) << ": "
+         << TerminalSafe(job.message()) << "\n";
   }
   return 0;
 }
@@ -267,8 +267,8 @@ int Cli::Watch(const std::string& job_id) {
     const absl::Time now = absl::Now();
     if (unreachable_since == absl::InfiniteFuture()) {
       unreachable_since = now;
-      err_ << "gradsync: lost the coordinator (" << s.error_message()
-           << "); reconnecting for up to "
+      err_ << "gradsync: lost the coordinator ("
+           << TerminalSafe(s.error_message()) << "); reconnecting for up to "
            << absl::FormatDuration(kReconnectFor) << "\n";
     }
     if (now - unreachable_since > kReconnectFor) break;

@@ -13,7 +13,10 @@ namespace gradsync::cli {
 namespace {
 
 // Left-aligned columns separated by two spaces.
-std::string Table(const std::vector<std::vector<std::string>>& rows) {
+std::string Table(std::vector<std::vector<std::string>> rows) {
+  for (auto& row : rows) {
+    for (std::string& cell : row) cell = TerminalSafe(cell);
+  }
   std::vector<size_t> width;
   for (const auto& row : rows) {
     width.resize(std::max(width.size(), row.size()));
@@ -40,6 +43,26 @@ std::string LastAccuracy(const v1::Job& job) {
 }
 
 }  // namespace
+
+std::string TerminalSafe(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    const bool c1 = c == 0xC2 && i + 1 < text.size() &&
+                    static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(text[i + 1]) <= 0x9F;
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) {
+      absl::StrAppendFormat(&out, "\\x%02x", c);
+    } else if (c1) {
+      absl::StrAppendFormat(&out, "\\xc2\\x%02x",
+                            static_cast<unsigned char>(text[++i]));
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
 
 std::string StateName(v1::JobState state) { return JobStateName(state); }
 
@@ -87,7 +110,7 @@ std::string FormatJobTable(const std::vector<v1::Job>& jobs, int64_t now_ms) {
                     FormatDuration(now_ms - job.created_unix_ms()),
                     LastAccuracy(job)});
   }
-  return Table(rows);
+  return Table(std::move(rows));
 }
 
 std::vector<std::string> FormatRankLines(const v1::Job& job,
@@ -212,7 +235,7 @@ std::string FormatJobDetail(const v1::Job& job, int64_t now_ms) {
                     " ago  ", StateName(t.from()), " -> ", StateName(t.to()),
                     ": ", t.reason(), "\n");
   }
-  return out;
+  return TerminalSafe(out);
 }
 
 std::string FormatSnapshotTable(const std::vector<v1::SnapshotMeta>& snapshots,
@@ -228,7 +251,7 @@ std::string FormatSnapshotTable(const std::vector<v1::SnapshotMeta>& snapshots,
                     FormatDuration(now_ms - m.created_unix_ms()) + " ago",
                     m.sha256().substr(0, 12)});
   }
-  return Table(rows);
+  return Table(std::move(rows));
 }
 
 std::string FormatWorkerTable(const std::vector<v1::WorkerInfo>& workers,
@@ -247,7 +270,7 @@ std::string FormatWorkerTable(const std::vector<v1::WorkerInfo>& workers,
          FormatDuration(now_ms - w.last_heartbeat_unix_ms()) + " ago",
          devices.empty() ? "cpu" : absl::StrJoin(devices, ",")});
   }
-  return Table(rows);
+  return Table(std::move(rows));
 }
 
 std::string ToJson(const google::protobuf::Message& message) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "gradsync/v1/job_service.pb.h"
 #include "gradsync/v1/snapshot.pb.h"
 #include "gradsync/v1/worker_service.pb.h"
@@ -12,6 +13,14 @@
 namespace gradsync::cli {
 
 // "RUNNING", "adam", "data loading", ...
+// `text` with what a terminal would act on escaped as \xNN: C0 control
+// characters but newline and tab, DEL, and C1 controls (UTF-8 C2 80..C2 9F).
+// Strings from the coordinator (job messages, hosts, errors, which carry
+// what workers sent) pass through it before they are printed, so a worker
+// cannot move the cursor, retitle the window or hide text in a user's
+// terminal. The Format* functions below return safe text.
+std::string TerminalSafe(absl::string_view text);
+
 std::string StateName(v1::JobState state);
 std::string WorkerStateName(v1::WorkerState state);
 std::string PhaseName(v1::Phase phase);

@@ -34,6 +34,7 @@ std::vector<std::string> WatchView::Apply(const v1::JobEvent& event) {
     default:
       break;
   }
+  for (std::string& line : log) line = TerminalSafe(line);
   return log;
 }
 
@@ -46,6 +47,7 @@ std::vector<std::string> WatchView::Block() const {
   for (std::string& line : FormatRankLines(job_, summary_)) {
     lines.push_back(absl::StrCat("  ", line));
   }
+  for (std::string& line : lines) line = TerminalSafe(line);
   return lines;
 }
 

@@ -74,10 +74,13 @@ void CommitCheckpoint(v1::Job& job, const v1::CheckpointCommit& commit) {
       if (s.attempt() != job.attempt()) continue;
       const int64_t per_rank =
           DistributedNumSamples(s.length(), s.world_size(), drop_last);
+      // epoch_batch comes from a worker: compare before multiplying, so a
+      // huge one cannot overflow.
       const int64_t rank_samples =
-          e.epoch() < commit.epoch()
+          e.epoch() < commit.epoch() ||
+                  commit.epoch_batch() >= (per_rank + batch - 1) / batch
               ? per_rank
-              : std::min(per_rank, commit.epoch_batch() * batch);
+              : commit.epoch_batch() * batch;
       Commit(e, s, rank_samples * s.world_size(), drop_last);
     }
   }

@@ -89,7 +89,12 @@ absl::StatusOr<int64_t> FileStore::Add(const std::string& key, int64_t delta) {
     return absl::InvalidArgumentError(
         absl::StrCat("store add: key '", key, "' does not hold an integer"));
   }
-  value += delta;
+  if (__builtin_add_overflow(value, delta, &value)) {
+    flock(fd, LOCK_UN);
+    close(fd);
+    return absl::OutOfRangeError(absl::StrCat(
+        "store add: key '", key, "' would overflow a 64-bit integer"));
+  }
   absl::Status s = Set(key, absl::StrCat(value));
   flock(fd, LOCK_UN);
   close(fd);

@@ -43,7 +43,10 @@ absl::StatusOr<int64_t> MemoryStore::Add(const std::string& key,
     return absl::InvalidArgumentError(
         absl::StrCat("store add: key '", key, "' does not hold an integer"));
   }
-  value += delta;
+  if (__builtin_add_overflow(value, delta, &value)) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "store add: key '", key, "' would overflow a 64-bit integer"));
+  }
   data_[key] = absl::StrCat(value);
   return value;
 }

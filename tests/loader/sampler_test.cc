@@ -58,6 +58,15 @@ TEST(SamplerTest, EpochChangesTheOrderDeterministically) {
   EXPECT_NE(*a, *c);
 }
 
+// Finding: seed + epoch overflowed for a seed near INT64_MAX (undefined
+// behaviour; a job spec's seed is any int64). It wraps as the low bits of
+// Python's sum: INT64_MAX + 1 and INT64_MIN + 0 seed the same order.
+TEST(SamplerTest, ASeedNearTheLimitWrapsLikePython) {
+  EXPECT_EQ(EpochOrder(50, INT64_MAX, 1, true),
+            EpochOrder(50, INT64_MIN, 0, true));
+  EXPECT_EQ(DistributedNumSamples(INT64_MAX, 2, false), INT64_MAX / 2 + 1);
+}
+
 TEST(SamplerTest, RandPermIsAPermutation) {
   std::vector<int64_t> p = TorchRandPerm(1000, 3);
   std::sort(p.begin(), p.end());

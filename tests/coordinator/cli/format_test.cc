@@ -47,4 +47,31 @@ TEST(FormatTest, StatusShowsAttemptsAndTheLedger) {
 }
 
 }  // namespace
+// Finding: strings workers send (host names, failure messages) reached the
+// user's terminal raw: an escape sequence could retitle the window, move the
+// cursor or hide text. They are escaped; text and UTF-8 stay as they are.
+TEST(FormatTest, WhatWorkersSendCannotDriveTheTerminal) {
+  EXPECT_EQ(TerminalSafe("ok\tline\nnext \xc3\xa9 \xe2\x96\x88"),
+            "ok\tline\nnext \xc3\xa9 \xe2\x96\x88");
+  EXPECT_EQ(TerminalSafe("a\x1b]0;pwned\x07"
+                         "b\x7f"),
+            "a\\x1b]0;pwned\\x07b\\x7f");
+  EXPECT_EQ(TerminalSafe("\xc2\x9b"
+                         "31m"),
+            "\\xc2\\x9b"
+            "31m");  // C1 CSI
+  EXPECT_EQ(TerminalSafe("\r\x1b[2K"), "\\x0d\\x1b[2K");
+
+  v1::WorkerInfo w;
+  w.set_worker_id("w-1");
+  w.set_host("evil\x1b[8m");
+  const std::string table = FormatWorkerTable({w}, 0);
+  EXPECT_EQ(table.find('\x1b'), std::string::npos) << table;
+  EXPECT_NE(table.find("evil\\x1b[8m"), std::string::npos) << table;
+  v1::Job job;
+  job.set_id("job-1");
+  job.set_message("rank 1 failed: \x1b[2J");
+  EXPECT_EQ(FormatJobDetail(job, 0).find('\x1b'), std::string::npos);
+}
+
 }  // namespace gradsync::cli

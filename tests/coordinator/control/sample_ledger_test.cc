@@ -57,6 +57,17 @@ TEST(SampleLedgerTest, AFreshAttemptGetsDistributedSamplerShards) {
   EXPECT_FALSE(created);  // one segment per attempt and epoch
 }
 
+// Finding: epoch_batch * batch_size overflowed for a huge epoch_batch from
+// a worker, committing a negative count. It is capped at the epoch.
+TEST(SampleLedgerTest, AHugeEpochBatchCommitsTheWholeEpochAtMost) {
+  v1::Job job = MakeJob(24, 2, 3);
+  bool created = false;
+  CurrentSegment(job, 0, &created);
+  CommitCheckpoint(job, Commit(0, INT64_MAX / 2, 1));
+  EXPECT_EQ(job.ledger(0).committed(), 24);
+  EXPECT_EQ(job.ledger(0).duplicates(), 0);
+}
+
 TEST(SampleLedgerTest, ARestartTrainsExactlyWhatWasNotCommitted) {
   // 24 samples, 2 ranks of batch 3: each step trains 6 samples.
   v1::Job job = MakeJob(24, 2, 3);

@@ -78,6 +78,13 @@ TEST_P(StoreContractTest, AddCountsAndRejectsNonIntegers) {
   ASSERT_TRUE(store_->Set("s", "abc").ok());
   EXPECT_EQ(store_->Add("s", 1).status().code(),
             absl::StatusCode::kInvalidArgument);
+  // Finding: the sum overflowed (undefined behaviour); now OUT_OF_RANGE and
+  // the value stays.
+  ASSERT_TRUE(store_->Set("big", "9223372036854775800").ok());
+  EXPECT_EQ(store_->Add("big", 100).status().code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(*store_->Get("big", absl::Seconds(1)), "9223372036854775800");
+  EXPECT_EQ(*store_->Add("big", 7), INT64_MAX);
 }
 
 TEST_P(StoreContractTest, AddIsAtomicAcrossThreads) {
