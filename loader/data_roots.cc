@@ -35,7 +35,8 @@ bool IsUnder(const fs::path& path, const fs::path& root) {
 
 absl::Status CheckUnderDataRoots(const std::string& field,
                                  const std::string& path,
-                                 const std::vector<std::string>& roots) {
+                                 const std::vector<std::string>& roots,
+                                 const std::string& roots_name) {
   if (roots.empty()) return absl::OkStatus();
   fs::path resolved;
   if (!Resolve(path, &resolved)) {
@@ -51,8 +52,8 @@ absl::Status CheckUnderDataRoots(const std::string& field,
     if (IsUnder(resolved, resolved_root)) return absl::OkStatus();
   }
   return absl::PermissionDeniedError(absl::StrCat(
-      field, " ", path, " (", resolved.string(),
-      ") is outside the data roots (", absl::StrJoin(roots, ", "), ")"));
+      field, " ", path, " (", resolved.string(), ") is outside the ",
+      roots_name, " (", absl::StrJoin(roots, ", "), ")"));
 }
 
 absl::Status CheckIndexUnderDataRoots(const std::string& field,
@@ -70,6 +71,21 @@ absl::Status CheckIndexUnderDataRoots(const std::string& field,
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ResolveUnderRoot(const std::string& field,
+                                             const std::string& path,
+                                             const std::string& root,
+                                             const std::string& roots_name) {
+  if (path.empty()) return path;
+  const fs::path p(path);
+  const std::string joined =
+      p.is_absolute() ? path : (fs::path(root) / p).lexically_normal().string();
+  if (absl::Status s = CheckUnderDataRoots(field, joined, {root}, roots_name);
+      !s.ok()) {
+    return s;
+  }
+  return joined;
 }
 
 }  // namespace gradsync

@@ -14,16 +14,28 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "loader/image_folder_index.h"
 
 namespace gradsync {
 
 // OK when `roots` is empty or `path` resolves under one of them; else
 // PERMISSION_DENIED naming `field`, the path, what it resolved to and the
-// roots. INVALID_ARGUMENT when a root itself cannot be resolved.
+// roots (called `roots_name`). INVALID_ARGUMENT when a root itself cannot be
+// resolved.
 absl::Status CheckUnderDataRoots(const std::string& field,
                                  const std::string& path,
-                                 const std::vector<std::string>& roots);
+                                 const std::vector<std::string>& roots,
+                                 const std::string& roots_name = "data roots");
+
+// A path a job names on a worker that confines it to `root` (a worker's
+// checkpoint root): relative paths are taken under `root`, absolute ones
+// must resolve under it (CheckUnderDataRoots). "" stays "". Returns the
+// path to use.
+absl::StatusOr<std::string> ResolveUnderRoot(const std::string& field,
+                                             const std::string& path,
+                                             const std::string& root,
+                                             const std::string& roots_name);
 
 // CheckUnderDataRoots for `index.root` and every link in `index.links`
 // (a class folder or image linked to /etc is refused by its path).

@@ -68,7 +68,8 @@ class Cluster:
             self.logs.append(wlog)
             self.workers_procs.append(subprocess.Popen(
                 [f"{bin_dir}/gradsync-worker", "-c", self.address,
-                 "--log-every", "10"] + list(worker_args), stdout=wlog,
+                 "--log-every", "10", "--checkpoint-root", work]
+                + list(worker_args), stdout=wlog,
                 stderr=wlog, env=worker_env))
         self.procs += self.workers_procs
 
@@ -348,7 +349,7 @@ def main():
         pulled = os.path.join(work, "pulled.pt")
         print("e2e: " + cluster.cli("model", "pull", job["id"], "-o",
                                     pulled).stdout.strip())
-        with open(pulled, "rb") as a, open(os.path.join(ckpt, "model-step-20.pt"),
+        with open(pulled, "rb") as a, open(os.path.join(ckpt, f"model-{job['id']}-step-20.pt"),
                                            "rb") as b:
             assert a.read() == b.read(), "pulled snapshot differs from the file"
         check_python_predictions(bin_dir, pulled, subset,
@@ -382,7 +383,8 @@ def main():
         assert [int(e.get("epoch", 0)) for e in evals] == [1], evals
         print(f"e2e: resumed at step 21, epoch 2 accuracy "
               f"{100 * evals[-1]['accuracy']:.2f}%")
-        assert os.listdir(ckpt + "-resumed") == ["model-step-40.pt"]
+        assert os.listdir(ckpt + "-resumed") == [
+            f"model-{resumed['id']}-step-40.pt"]
         fetched = f"resumes from the coordinator's snapshot of {job['id']} step 20"
         assert any(fetched in open(os.path.join(work, f"worker{i}.log")).read()
                    for i in range(2)), "rank 0 did not fetch the snapshot"

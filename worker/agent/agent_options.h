@@ -15,6 +15,10 @@ struct AgentOptions {
   // Data sets must lie under these roots (data_roots.h; empty: anywhere);
   // images within these sizes (image_decoder.h).
   DatasetAccess dataset_access;
+  // Checkpoint directories and resume_from paths are taken under this
+  // directory (relative ones) or must resolve into it (absolute ones);
+  // gradsync-worker defaults it to its working directory.
+  std::string checkpoint_root = ".";
   int log_every = 50;  // steps between progress log lines
   // When set, each task appends its trained batches' sample indices to
   // <dir>/<job>-a<attempt>-r<rank>.trace (see TrainContext::sample_trace).

@@ -11,6 +11,7 @@
 #include "coordinator/client/remote_store.h"
 #include "coordinator/wire/grpc_status.h"
 #include "coordinator/wire/snapshot_stream.h"
+#include "loader/data_roots.h"
 #include "worker/agent/coordinator_call.h"
 #include "worker/agent/task_convert.h"
 #include "worker/train/trainer.h"
@@ -155,6 +156,19 @@ absl::StatusOr<std::vector<char>> Task::DownloadSnapshot() {
   return std::vector<char>(data.begin(), data.end());
 }
 
+absl::Status Task::ConfineCheckpointPaths(TrainSpec& spec) const {
+  const std::string root_name = "worker's checkpoint root (--checkpoint-root)";
+  for (auto [field, path] :
+       {std::pair{"checkpoint.directory", &spec.checkpoint_directory},
+        std::pair{"checkpoint.resume_from", &spec.resume_from}}) {
+    absl::StatusOr<std::string> confined =
+        ResolveUnderRoot(field, *path, options_.checkpoint_root, root_name);
+    if (!confined.ok()) return confined.status();
+    *path = *confined;
+  }
+  return absl::OkStatus();
+}
+
 void Task::Run() {
   const v1::Assignment& a = assignment_;
   const v1::JobSpec& spec = a.spec();
@@ -193,10 +207,14 @@ void Task::Run() {
       comm_ = comm_owned_.get();
     }
   }
+  TrainContext c;
   if (status.ok()) {
-    TrainContext c;
     c.spec = ToTrainSpec(spec);
     c.spec.dataset_access = options_.dataset_access;
+    c.spec.checkpoint_tag = a.job_id();
+    status = ConfineCheckpointPaths(c.spec);
+  }
+  if (status.ok()) {
     c.rank = a.rank();
     c.world_size = a.world_size();
     c.train_samples = a.train_samples();

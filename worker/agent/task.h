@@ -29,6 +29,7 @@
 #include "worker/agent/agent_options.h"
 #include "worker/agent/metrics_buffer.h"
 #include "worker/comm/communicator.h"
+#include "worker/train/train_spec.h"
 
 namespace gradsync {
 
@@ -63,6 +64,10 @@ class Task {
   int64_t collective_seq() const;
 
  private:
+  // checkpoint.directory and resume_from under options_.checkpoint_root
+  // (relative: under it; absolute: must resolve into it), else
+  // PERMISSION_DENIED naming the field.
+  absl::Status ConfineCheckpointPaths(TrainSpec& spec) const;
   void Run();
   // Reports the buffered metrics; on a retryable error keeps them for the
   // next call. OK when nothing is left to report.

@@ -51,6 +51,11 @@ int main(int argc, char** argv) {
       ->envname("GRADSYNC_MAX_IMAGE_BYTES")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--checkpoint-root", options.checkpoint_root,
+                 "jobs' checkpoint directories and resume_from paths are "
+                 "taken under this directory or must resolve into it")
+      ->envname("GRADSYNC_CHECKPOINT_ROOT")
+      ->capture_default_str();
   app.add_option("--log-every", options.log_every, "steps between log lines")
       ->capture_default_str();
   app.add_option("--sample-trace-dir", options.sample_trace_dir,

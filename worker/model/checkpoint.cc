@@ -2,14 +2,19 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <caffe2/serialize/inline_container.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/serialize.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <regex>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -200,12 +205,51 @@ absl::Status RestoreModel(const GenericDict& saved, const std::string& name,
   return absl::OkStatus();
 }
 
-int64_t StepOf(const fs::path& file) {
-  static const std::regex pattern("model-step-([0-9]+)\\.pt");
+// The step of a checkpoint file name (-1: not one) and its tag.
+int64_t StepOf(const fs::path& file, std::string* tag) {
+  static const std::regex pattern("model-(?:(.+)-)?step-([0-9]{1,18})\\.pt");
   std::smatch match;
   const std::string name = file.filename().string();
   if (!std::regex_match(name, match, pattern)) return -1;
-  return std::stoll(match[1].str());
+  *tag = match[1].str();
+  return std::stoll(match[2].str());
+}
+
+// Writes `bytes` to `path` as a new file: an existing entry there (a stale
+// temporary file, or a link someone planted) is removed first, and the file
+// is created with O_EXCL | O_NOFOLLOW, so nothing outside is written.
+absl::Status WriteNewFile(const std::string& path,
+                          const std::vector<char>& bytes) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return absl::DataLossError(
+        absl::StrCat("cannot replace ", path, ": ", std::strerror(errno)));
+  }
+  const int fd = ::open(
+      path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::DataLossError(
+        absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  const bool ok = done == bytes.size() && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok) return absl::DataLossError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+// Makes a rename inside `dir` durable.
+void SyncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    (void)::fsync(fd);
+    ::close(fd);
+  }
 }
 
 }  // namespace
@@ -213,8 +257,8 @@ int64_t StepOf(const fs::path& file) {
 absl::StatusOr<std::string> WriteCheckpoint(
     torch::nn::Module& model, torch::optim::Optimizer& optimizer,
     const TrainPosition& position,
-    const std::map<std::string, std::string>& metadata,
-    const std::string& dir) {
+    const std::map<std::string, std::string>& metadata, const std::string& dir,
+    const std::string& tag) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) {
@@ -259,20 +303,21 @@ absl::StatusOr<std::string> WriteCheckpoint(
 
   const std::vector<char> bytes = PickleWithoutTypeTags(IValue(checkpoint));
   const std::string path =
-      absl::StrCat(dir, "/model-step-", position.step, ".pt");
+      absl::StrCat(dir, "/", CheckpointFileName(tag, position.step));
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) return absl::DataLossError(absl::StrCat("cannot write ", tmp));
-  }
+  if (absl::Status s = WriteNewFile(tmp, bytes); !s.ok()) return s;
   fs::rename(tmp, path, ec);
   if (ec) {
     return absl::DataLossError(
         absl::StrCat("cannot rename ", tmp, ": ", ec.message()));
   }
+  SyncDirectory(dir);
   return path;
+}
+
+std::string CheckpointFileName(const std::string& tag, int64_t step) {
+  return tag.empty() ? absl::StrCat("model-step-", step, ".pt")
+                     : absl::StrCat("model-", tag, "-step-", step, ".pt");
 }
 
 absl::StatusOr<std::string> ResolveCheckpoint(const std::string& path) {
@@ -284,23 +329,58 @@ absl::StatusOr<std::string> ResolveCheckpoint(const std::string& path) {
   }
   fs::path best;
   int64_t best_step = -1;
+  std::set<std::string> tags;
   for (const auto& entry : fs::directory_iterator(path, ec)) {
-    const int64_t step = StepOf(entry.path());
+    std::string tag;
+    const int64_t step = StepOf(entry.path(), &tag);
+    if (step < 0) continue;
+    tags.insert(tag.empty() ? "(untagged)" : tag);
     if (step > best_step) best_step = step, best = entry.path();
   }
   if (best_step < 0) {
-    return absl::NotFoundError(absl::StrCat(
-        "checkpoint directory ", path, " holds no model-step-<n>.pt file"));
+    return absl::NotFoundError(
+        absl::StrCat("checkpoint directory ", path,
+                     " holds no model-[<job>-]step-<n>.pt file"));
+  }
+  if (tags.size() > 1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint directory ", path, " holds checkpoints of several jobs (",
+        absl::StrJoin(tags, ", "), "): resume from one file"));
   }
   return best.string();
 }
 
-absl::StatusOr<std::vector<char>> ReadFileBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                          std::istreambuf_iterator<char>());
-  if (in.bad()) return absl::DataLossError(absl::StrCat("cannot read ", path));
+absl::StatusOr<std::vector<char>> ReadFileBytes(const std::string& path,
+                                                int64_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " is not a regular file"));
+  }
+  if (st.st_size > max_bytes) {
+    ::close(fd);
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path, " is ", st.st_size, " bytes, more than the ",
+                     max_bytes, " a checkpoint may have"));
+  }
+  std::vector<char> bytes(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (done != bytes.size()) {
+    return absl::DataLossError(absl::StrCat("cannot read ", path));
+  }
   return bytes;
 }
 

@@ -60,18 +60,31 @@ struct TrainPosition {
 };
 
 // Writes a checkpoint of `model`, `optimizer` and the torch CPU RNG into
-// `dir` (created if missing); returns the file's path.
+// `dir` (created if missing) as CheckpointFileName(tag, step); returns the
+// file's path. The file is written beside as <name>.tmp, created afresh
+// (O_EXCL, never through a link), fsync'ed, then renamed into place.
 absl::StatusOr<std::string> WriteCheckpoint(
     torch::nn::Module& model, torch::optim::Optimizer& optimizer,
     const TrainPosition& position,
-    const std::map<std::string, std::string>& metadata, const std::string& dir);
+    const std::map<std::string, std::string>& metadata, const std::string& dir,
+    const std::string& tag = "");
+
+// "model-step-<step>.pt", or "model-<tag>-step-<step>.pt" with a tag (a
+// job's id, so that jobs sharing a directory keep apart).
+std::string CheckpointFileName(const std::string& tag, int64_t step);
 
 // `path` itself if it names a file; the checkpoint with the highest step if
 // it names a directory. NOT_FOUND when neither exists or the directory holds
-// no checkpoint.
+// no checkpoint; FAILED_PRECONDITION when it holds several jobs' (tags),
+// naming them: pick one file.
 absl::StatusOr<std::string> ResolveCheckpoint(const std::string& path);
 
-absl::StatusOr<std::vector<char>> ReadFileBytes(const std::string& path);
+// The largest checkpoint ReadFileBytes reads by default.
+inline constexpr int64_t kMaxCheckpointBytes = int64_t{16} << 30;
+
+// A regular file's bytes; RESOURCE_EXHAUSTED past `max_bytes`.
+absl::StatusOr<std::vector<char>> ReadFileBytes(
+    const std::string& path, int64_t max_bytes = kMaxCheckpointBytes);
 
 // Loads a checkpoint's bytes into `model` and `optimizer` (which must be
 // the same model and optimizer type as the writer's) and sets the torch CPU

@@ -46,7 +46,10 @@ struct TrainSpec {
   WireCompression compression = WireCompression::kNone;
   int64_t bucket_cap_bytes = 0;  // 0 = the reducer's default
   // Checkpoints (rank 0 writes them).
-  std::string checkpoint_directory;       // empty = none
+  std::string checkpoint_directory;  // empty = none
+  // Names the files (checkpoint.h, CheckpointFileName): the job's id, so
+  // that jobs sharing a directory keep apart; empty: model-step-<n>.pt.
+  std::string checkpoint_tag;
   int64_t checkpoint_interval_steps = 0;  // 0 = only at the end
   std::string resume_from;  // non-empty: every rank takes part in a resume
   // One line describing the whole job, written into checkpoints.

@@ -331,8 +331,9 @@ class Loop {
     at.world_size = c_.world_size;
     at.batch_size = c_.spec.batch_size;
     if (scaled_) at.scaler = scaler_.state();
-    auto path = WriteCheckpoint(*s_.model, *s_.optimizer, at, metadata_,
-                                c_.spec.checkpoint_directory);
+    auto path =
+        WriteCheckpoint(*s_.model, *s_.optimizer, at, metadata_,
+                        c_.spec.checkpoint_directory, c_.spec.checkpoint_tag);
     if (!path.ok()) return path.status();
     result_.checkpoint = *path;
     if (c_.on_checkpoint) {

@@ -73,6 +73,30 @@ TEST(DataRootsTest, SubmitJobRefusesADatasetOutsideTheRoots) {
   EXPECT_EQ(ok->train_samples(), 4);
 }
 
+// A worker's checkpoint root: relative paths land under it, absolute ones
+// must resolve into it (finding: checkpoint directories were created
+// anywhere and resume_from read any file on rank 0's host).
+TEST(DataRootsTest, CheckpointPathsStayUnderTheRoot) {
+  const std::string root = UniqueTempDir("ckpt_root");
+  const std::string name = "checkpoint root";
+  EXPECT_EQ(*ResolveUnderRoot("f", "", root, name), "");
+  EXPECT_EQ(*ResolveUnderRoot("f", "run1", root, name), root + "/run1");
+  EXPECT_EQ(*ResolveUnderRoot("f", root + "/a/b", root, name), root + "/a/b");
+  for (const std::string& out :
+       {std::string("/etc/passwd"), std::string("../escape"),
+        std::string("a/../../escape"), root + "/../x"}) {
+    absl::StatusOr<std::string> r =
+        ResolveUnderRoot("checkpoint.resume_from", out, root, name);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kPermissionDenied) << out;
+    EXPECT_NE(r.status().message().find("checkpoint.resume_from"),
+              std::string::npos)
+        << r.status();
+    EXPECT_NE(r.status().message().find("outside the checkpoint root"),
+              std::string::npos)
+        << r.status();
+  }
+}
+
 class SubmitUnderRootsTest : public ::testing::Test {
  protected:
   void SetUp() override {

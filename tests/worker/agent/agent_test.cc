@@ -160,6 +160,22 @@ TEST(AgentTest, AFailedTaskLeavesTheAgentIdleAndRunning) {
     absl::StatusOr<std::string> h = AwaitHealth(file, "idle");
     EXPECT_TRUE(h.ok()) << h.status();
   }
+  // Finding: checkpoint paths were unconfined on workers (resume_from read
+  // any file on rank 0's host). Outside the checkpoint root (here the
+  // working directory) the task fails naming the field.
+  spec.mutable_checkpoint()->set_resume_from("/etc/passwd");
+  const v1::Job outside =
+      cluster.WaitForState(cluster.Submit(spec).id(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(outside.message().find("checkpoint.resume_from /etc/passwd"),
+            std::string::npos)
+      << outside.message();
+  EXPECT_NE(outside.message().find("outside the worker's checkpoint root"),
+            std::string::npos)
+      << outside.message();
+  for (const std::string& file : health) {
+    absl::StatusOr<std::string> h = AwaitHealth(file, "idle");
+    EXPECT_TRUE(h.ok()) << h.status();
+  }
   for (auto& agent : agents) agent->Stop();
   for (std::thread& t : threads) t.join();
   for (const absl::Status& s : ran) EXPECT_TRUE(s.ok()) << s;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "worker/model/models.h"
 
@@ -84,6 +85,43 @@ TEST_F(CheckpointTest, TheFileNamesNoTorchScriptHelpers) {
   EXPECT_EQ(text.find("build_intlist"), std::string::npos);
   EXPECT_NE(text.find("_rebuild_tensor_v2"), std::string::npos);
   EXPECT_TRUE(RestoreCheckpoint(*bytes, *path, *model_, *optimizer_).ok());
+}
+
+// Finding: two jobs sharing a directory overwrote each other, resuming from
+// it took another job's latest, the temporary file was opened through
+// links, and resume_from was read whole whatever its size.
+TEST_F(CheckpointTest, JobsKeepApartAndFilesAreWrittenSafely) {
+  TrainPosition at;
+  at.step = 3;
+  auto a = WriteCheckpoint(*model_, *optimizer_, at, {}, dir_, "job-a");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(*a, dir_ + "/model-job-a-step-3.pt");
+  auto latest = ResolveCheckpoint(dir_);
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(*latest, *a);
+
+  // A link planted where the temporary file goes is replaced, not followed.
+  const std::string victim = dir_ + "-victim";
+  std::ofstream(victim) << "precious";
+  fs::create_symlink(victim, dir_ + "/model-job-b-step-5.pt.tmp");
+  at.step = 5;
+  auto b = WriteCheckpoint(*model_, *optimizer_, at, {}, dir_, "job-b");
+  ASSERT_TRUE(b.ok()) << b.status();
+  std::ifstream in(victim);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious");
+  fs::remove(victim);
+
+  auto ambiguous = ResolveCheckpoint(dir_);
+  EXPECT_EQ(ambiguous.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(ambiguous.status().message().find("several jobs (job-a, job-b)"),
+            std::string::npos)
+      << ambiguous.status();
+
+  EXPECT_EQ(ReadFileBytes(*b, 100).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(ReadFileBytes(dir_).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(ReadFileBytes(*b).ok());
 }
 
 TEST_F(CheckpointTest, NoScalerWithoutLossScaling) {
