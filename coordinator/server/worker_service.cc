@@ -1,11 +1,13 @@
 #include "coordinator/server/worker_service.h"
 
+#include <optional>
 #include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "coordinator/server/snapshot_rpc.h"
+#include "coordinator/store/key_owner.h"
 #include "coordinator/wire/grpc_status.h"
 #include "coordinator/wire/secrets.h"
 
@@ -101,13 +103,22 @@ grpc::Status WorkerServiceImpl::CompleteTask(
 
 absl::StatusOr<std::shared_ptr<MemoryStore>> WorkerServiceImpl::AttemptStore(
     const grpc::ServerContext& context, const v1::TaskRef& task,
-    const std::vector<std::string>& keys) const {
-  if (grpc::Status s = AuthorizeTask(context, task, -1); !s.ok()) {
+    const std::vector<std::string>& keys, bool write) const {
+  // A write acts as task.rank: proven here, and bound to the keys that rank
+  // owns (key_owner.h).
+  if (grpc::Status s = AuthorizeTask(context, task, write ? task.rank() : -1);
+      !s.ok()) {
     return FromGrpcStatus(s);
   }
   for (const std::string& key : keys) {
     if (key.empty()) {
       return absl::InvalidArgumentError("store key must not be empty");
+    }
+    const std::optional<int> owner = KeyOwner(key);
+    if (write && owner.has_value() && *owner != task.rank()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("store key '", key, "' belongs to rank ", *owner,
+                       "; rank ", task.rank(), " may not write it"));
     }
   }
   return coordinator_->Store(task.job_id(), task.attempt());
@@ -116,7 +127,8 @@ absl::StatusOr<std::shared_ptr<MemoryStore>> WorkerServiceImpl::AttemptStore(
 grpc::Status WorkerServiceImpl::StoreSet(grpc::ServerContext* context,
                                          const v1::StoreSetRequest* request,
                                          v1::StoreSetResponse*) {
-  auto store = AttemptStore(*context, request->task(), {request->key()});
+  auto store = AttemptStore(*context, request->task(), {request->key()},
+                            /*write=*/true);
   if (!store.ok()) return ToGrpcStatus(store.status());
   return ToGrpcStatus((*store)->Set(request->key(), request->value()));
 }
@@ -124,7 +136,8 @@ grpc::Status WorkerServiceImpl::StoreSet(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::StoreGet(grpc::ServerContext* context,
                                          const v1::StoreGetRequest* request,
                                          v1::StoreGetResponse* response) {
-  auto store = AttemptStore(*context, request->task(), {request->key()});
+  auto store = AttemptStore(*context, request->task(), {request->key()},
+                            /*write=*/false);
   if (!store.ok()) return ToGrpcStatus(store.status());
   absl::StatusOr<std::string> value = (*store)->Get(
       request->key(), WaitTimeout(*context, request->timeout_ms(),
@@ -137,7 +150,8 @@ grpc::Status WorkerServiceImpl::StoreGet(grpc::ServerContext* context,
 grpc::Status WorkerServiceImpl::StoreAdd(grpc::ServerContext* context,
                                          const v1::StoreAddRequest* request,
                                          v1::StoreAddResponse* response) {
-  auto store = AttemptStore(*context, request->task(), {request->key()});
+  auto store = AttemptStore(*context, request->task(), {request->key()},
+                            /*write=*/true);
   if (!store.ok()) return ToGrpcStatus(store.status());
   absl::StatusOr<int64_t> value =
       (*store)->Add(request->key(), request->delta());
@@ -150,7 +164,7 @@ grpc::Status WorkerServiceImpl::StoreWait(grpc::ServerContext* context,
                                           const v1::StoreWaitRequest* request,
                                           v1::StoreWaitResponse*) {
   std::vector<std::string> keys(request->keys().begin(), request->keys().end());
-  auto store = AttemptStore(*context, request->task(), keys);
+  auto store = AttemptStore(*context, request->task(), keys, /*write=*/false);
   if (!store.ok()) return ToGrpcStatus(store.status());
   return ToGrpcStatus(
       (*store)->Wait(keys, WaitTimeout(*context, request->timeout_ms(),

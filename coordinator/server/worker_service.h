@@ -74,11 +74,12 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
   // Authorize for the caller's task, as `rank` (-1: any rank of it).
   grpc::Status AuthorizeTask(const grpc::ServerContext& context,
                              const v1::TaskRef& task, int rank) const;
-  // The store of the caller's job attempt, after AuthorizeTask (any rank)
-  // and a check that no key is empty.
+  // The store of the caller's job attempt, after AuthorizeTask (any rank of
+  // it to read; task.rank, proven, to `write`) and a check that no key is
+  // empty and, for writes, that task.rank owns every key (key_owner.h).
   absl::StatusOr<std::shared_ptr<MemoryStore>> AttemptStore(
       const grpc::ServerContext& context, const v1::TaskRef& task,
-      const std::vector<std::string>& keys) const;
+      const std::vector<std::string>& keys, bool write) const;
 
   Coordinator* const coordinator_;
   const Authenticator* const auth_;

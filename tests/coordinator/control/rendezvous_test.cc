@@ -18,6 +18,7 @@ grpc::Status StoreSet(TestCluster& c, const SimWorker& w,
   request.mutable_task()->set_worker_id(w.id());
   request.mutable_task()->set_job_id(a.job_id());
   request.mutable_task()->set_attempt(a.attempt());
+  request.mutable_task()->set_rank(a.rank());  // writes act as a rank
   request.set_key(key);
   request.set_value(value);
   v1::StoreSetResponse response;
@@ -101,6 +102,7 @@ TEST_P(RendezvousTest, EachRankOnceStoreAndBarrier) {
       add.mutable_task()->set_worker_id(w.id());
       add.mutable_task()->set_job_id(a.job_id());
       add.mutable_task()->set_attempt(a.attempt());
+      add.mutable_task()->set_rank(a.rank());
       add.set_key("joined");
       add.set_delta(1);
       v1::StoreAddResponse added;

@@ -181,6 +181,36 @@ TEST_F(WorkerPermissionTest, CheckpointsOnlyFromRankZero) {
   EXPECT_EQ(LedgerText(after), LedgerText(before));
 }
 
+// Finding: any rank could write any rendezvous key, e.g. rank 0's address
+// for gloo or NCCL's unique id, and so point its peers elsewhere. A key
+// ending in a rank number (or nccl/unique_id: rank 0) is that rank's.
+TEST_F(WorkerPermissionTest, BootstrapKeysAreBoundToTheirRank) {
+  const SimWorker& rank0 = RankOf(*a_) == 0 ? *a_ : *b_;
+  const SimWorker& rank1 = RankOf(*a_) == 1 ? *a_ : *b_;
+  auto set = [&](const SimWorker& w, int rank, const std::string& key) {
+    v1::StoreSetRequest request;
+    request.mutable_task()->set_worker_id(w.id());
+    request.mutable_task()->set_job_id(job_.id());
+    request.mutable_task()->set_attempt(1);
+    request.mutable_task()->set_rank(rank);
+    request.set_key(key);
+    request.set_value("addr");
+    v1::StoreSetResponse response;
+    return c_.workers().StoreSet(w.Context().get(), request, &response);
+  };
+  EXPECT_TRUE(set(rank1, 1, "p/gloo/1").ok());
+  EXPECT_TRUE(set(rank1, 1, "p/gloo/hello/1").ok());
+  EXPECT_TRUE(set(rank0, 0, "p/nccl/unique_id").ok());
+  EXPECT_TRUE(set(rank1, 1, "shared-key").ok());  // owned by nobody
+  ExpectDenied(set(rank1, 1, "p/gloo/0"),
+               "store key 'p/gloo/0' belongs to rank 0; rank 1 may not "
+               "write it");
+  ExpectDenied(set(rank1, 1, "p/nccl/unique_id"), "belongs to rank 0");
+  ExpectDenied(set(rank1, 1, "p/rank_0"), "belongs to rank 0");
+  // Claiming to be rank 0 does not help: the worker is rank 1.
+  ExpectDenied(set(rank1, 0, "p/gloo/0"), "not rank 0");
+}
+
 TEST_F(WorkerPermissionTest, StoreCallsNeedAWorkerId) {
   grpc::Status s = StoreSet("", a_->Context());
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
