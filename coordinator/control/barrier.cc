@@ -15,8 +15,18 @@ absl::Status BarrierTable::Arrive(const std::string& name, int rank,
         absl::StrCat("barrier '", name, "': rank must be in [0, ", world_size_,
                      ") (got ", rank, ")"));
   }
+  if (name.size() > max_name_bytes_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("barrier name is ", name.size(), " bytes, more than ",
+                     max_name_bytes_));
+  }
   absl::MutexLock lock(&mu_);
   if (!closed_.ok()) return closed_;
+  if (arrived_.size() >= max_barriers_ && arrived_.count(name) == 0) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("barrier '", name, "': this job attempt already has ",
+                     arrived_.size(), " barriers, the most it may have"));
+  }
   std::set<int>& arrived = arrived_[name];
   arrived.insert(rank);
   auto released = [this, &arrived]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {

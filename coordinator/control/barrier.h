@@ -20,7 +20,13 @@ namespace gradsync {
 
 class BarrierTable {
  public:
-  explicit BarrierTable(int world_size) : world_size_(world_size) {}
+  // At most `max_barriers` names, each at most `max_name_bytes` long
+  // (RESOURCE_EXHAUSTED / INVALID_ARGUMENT past them).
+  explicit BarrierTable(int world_size, size_t max_barriers = 4096,
+                        size_t max_name_bytes = 256)
+      : world_size_(world_size),
+        max_barriers_(max_barriers),
+        max_name_bytes_(max_name_bytes) {}
   BarrierTable(const BarrierTable&) = delete;
   BarrierTable& operator=(const BarrierTable&) = delete;
 
@@ -32,6 +38,8 @@ class BarrierTable {
 
  private:
   const int world_size_;
+  const size_t max_barriers_;
+  const size_t max_name_bytes_;
   absl::Mutex mu_;
   std::map<std::string, std::set<int>> arrived_ ABSL_GUARDED_BY(mu_);
   absl::Status closed_ ABSL_GUARDED_BY(mu_);

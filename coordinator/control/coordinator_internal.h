@@ -11,11 +11,22 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "coordinator/control/job_state.h"
+#include "coordinator/store/memory_store.h"
 #include "gradsync/v1/job.pb.h"
 #include "gradsync/v1/worker_service.pb.h"
 
 namespace gradsync {
 namespace coordinator_internal {
+
+// What one job attempt's rendezvous store may hold: far more than a
+// 1,024-rank bootstrap needs (a few keys per rank), far less than a worker
+// could fill the coordinator's memory with.
+inline constexpr MemoryStoreLimits kAttemptStoreLimits{65536, 64 << 20};
+// Barrier names one attempt may use, and their length.
+inline constexpr size_t kMaxBarriersPerAttempt = 4096;
+inline constexpr size_t kMaxNameBytes = 256;
+// Evaluation records in one metrics report.
+inline constexpr int kMaxEvalPerReport = 64;
 
 inline int64_t UnixMs(absl::Time t) { return absl::ToUnixMillis(t); }
 

@@ -60,8 +60,11 @@ absl::Status Coordinator::Restore() {
       }
     } else if (j.state() == v1::JOB_STATE_RUNNING) {
       // The ranks train on; wait for their workers to re-register.
-      entry.store = std::make_shared<MemoryStore>();
-      entry.barriers = std::make_shared<BarrierTable>(j.world_size());
+      entry.store = std::make_shared<MemoryStore>(
+          coordinator_internal::kAttemptStoreLimits);
+      entry.barriers = std::make_shared<BarrierTable>(
+          j.world_size(), coordinator_internal::kMaxBarriersPerAttempt,
+          coordinator_internal::kMaxNameBytes);
       std::set<int> completed;
       if (const v1::AttemptRecord* a = FindAttemptRecord(j, j.attempt())) {
         completed.insert(a->completed_ranks().begin(),

@@ -163,8 +163,11 @@ bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
   entry.joined.clear();
   entry.completed.clear();
   entry.metrics.ResetSteps();
-  entry.store = std::make_shared<MemoryStore>();
-  entry.barriers = std::make_shared<BarrierTable>(world);
+  entry.store =
+      std::make_shared<MemoryStore>(coordinator_internal::kAttemptStoreLimits);
+  entry.barriers = std::make_shared<BarrierTable>(
+      world, coordinator_internal::kMaxBarriersPerAttempt,
+      coordinator_internal::kMaxNameBytes);
   std::map<std::string, int> per_host;
   std::vector<std::string> described;
   for (int rank = 0; rank < world; ++rank) {

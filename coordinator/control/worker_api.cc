@@ -37,6 +37,29 @@ absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(
     return absl::InvalidArgumentError(
         "register: host is required (the address peers reach this worker at)");
   }
+  if (request.host().size() > coordinator_internal::kMaxNameBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "register: host is ", request.host().size(), " bytes long, more than ",
+        coordinator_internal::kMaxNameBytes));
+  }
+  if (request.devices_size() > 256) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "register: ", request.devices_size(), " devices, more than 256"));
+  }
+  for (const v1::Device& d : request.devices()) {
+    for (const std::string* text : {&d.kind(), &d.name(), &d.uuid()}) {
+      if (text->size() > coordinator_internal::kMaxNameBytes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "register: a device's kind, name or uuid is ", text->size(),
+            " bytes long, more than ", coordinator_internal::kMaxNameBytes));
+      }
+    }
+  }
+  if (request.free_ports_size() > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("register: ", request.free_ports_size(),
+                     " free_ports, more than 1024"));
+  }
   for (int port : request.free_ports()) {
     if (port < 1 || port > 65535) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -276,6 +299,13 @@ absl::Status Coordinator::ReportMetrics(
       FindAttempt(request.task().job_id(), request.task().attempt());
   if (!found.ok()) return found.status();
   JobEntry& entry = **found;
+  if (request.eval_size() > coordinator_internal::kMaxEvalPerReport ||
+      request.checkpoints_size() > coordinator_internal::kMaxEvalPerReport) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "report metrics: ", request.eval_size(), " evaluations and ",
+        request.checkpoints_size(), " checkpoints in one report, more than ",
+        coordinator_internal::kMaxEvalPerReport, " of either"));
+  }
   for (const v1::StepMetrics& step : request.steps()) {
     if (step.rank() < 0 || step.rank() >= entry.job.world_size()) {
       return absl::InvalidArgumentError(

@@ -8,12 +8,41 @@
 
 namespace gradsync {
 
+absl::Status MemoryStore::CheckRoom(const std::string& key,
+                                    size_t value_size) const {
+  auto it = data_.find(key);
+  const bool fresh = it == data_.end();
+  if (fresh && data_.size() >= limits_.max_keys) {
+    return absl::ResourceExhaustedError(absl::StrCat("store: already ",
+                                                     data_.size(),
+                                                     " keys, the most one "
+                                                     "job attempt may have; '",
+                                                     key, "' not added"));
+  }
+  const size_t before = fresh ? 0 : it->first.size() + it->second.size();
+  const size_t after = key.size() + value_size;
+  if (bytes_ - before + after > limits_.max_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "store: writing '", key, "' (", value_size, " bytes) would pass the ",
+        limits_.max_bytes, " bytes one job attempt's store may hold"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MemoryStore::Set(const std::string& key,
                               const std::string& value) {
   absl::MutexLock lock(&mu_);
   if (!closed_.ok()) return closed_;
-  data_[key] = value;
+  if (absl::Status s = CheckRoom(key, value.size()); !s.ok()) return s;
+  PutLocked(key, value);
   return absl::OkStatus();
+}
+
+void MemoryStore::PutLocked(const std::string& key, std::string value) {
+  auto [it, fresh] = data_.try_emplace(key);
+  if (!fresh) bytes_ -= key.size() + it->second.size();
+  bytes_ += key.size() + value.size();
+  it->second = std::move(value);
 }
 
 absl::StatusOr<std::string> MemoryStore::Get(const std::string& key,
@@ -47,7 +76,9 @@ absl::StatusOr<int64_t> MemoryStore::Add(const std::string& key,
     return absl::OutOfRangeError(absl::StrCat(
         "store add: key '", key, "' would overflow a 64-bit integer"));
   }
-  data_[key] = absl::StrCat(value);
+  std::string text = absl::StrCat(value);
+  if (absl::Status s = CheckRoom(key, text.size()); !s.ok()) return s;
+  PutLocked(key, std::move(text));
   return value;
 }
 

@@ -7,6 +7,7 @@
 // (the job ended, the coordinator is shutting down), waking blocked ones.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -18,9 +19,17 @@
 
 namespace gradsync {
 
+// Bounds on what writers may put in one store; a write past them fails
+// with RESOURCE_EXHAUSTED naming the bound. The coordinator bounds each job
+// attempt's store (a worker cannot fill its memory).
+struct MemoryStoreLimits {
+  size_t max_keys = SIZE_MAX;
+  size_t max_bytes = SIZE_MAX;  // keys and values together
+};
+
 class MemoryStore : public Store {
  public:
-  MemoryStore() = default;
+  explicit MemoryStore(MemoryStoreLimits limits = {}) : limits_(limits) {}
   MemoryStore(const MemoryStore&) = delete;
   MemoryStore& operator=(const MemoryStore&) = delete;
 
@@ -34,8 +43,16 @@ class MemoryStore : public Store {
   void Close(absl::Status status);
 
  private:
+  // OK when `key` may hold `value_size` bytes within the limits.
+  absl::Status CheckRoom(const std::string& key, size_t value_size) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void PutLocked(const std::string& key, std::string value)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const MemoryStoreLimits limits_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::string> data_ ABSL_GUARDED_BY(mu_);
+  size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status closed_ ABSL_GUARDED_BY(mu_);
 };
 

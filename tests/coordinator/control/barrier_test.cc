@@ -37,6 +37,19 @@ TEST(BarrierTest, TimeoutNamesMissingRanks) {
   EXPECT_NE(s.message().find("2, 3"), std::string::npos) << s;
 }
 
+// Finding: barrier names were unbounded in number and length.
+TEST(BarrierTest, NamesAreBoundedInNumberAndLength) {
+  BarrierTable table(1, /*max_barriers=*/2, /*max_name_bytes=*/8);
+  const absl::Time soon = absl::Now() + absl::Seconds(5);
+  EXPECT_TRUE(table.Arrive("one", 0, soon).ok());
+  EXPECT_TRUE(table.Arrive("two", 0, soon).ok());
+  EXPECT_TRUE(table.Arrive("one", 0, soon).ok());  // known names still pass
+  EXPECT_EQ(table.Arrive("three", 0, soon).code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(table.Arrive("a-long-name", 0, soon).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(BarrierTest, RejectsRankOutsideWorld) {
   BarrierTable barriers(2);
   EXPECT_EQ(barriers.Arrive("b", 2, absl::Now()).code(),

@@ -283,5 +283,34 @@ TEST(LimitsTest, ActiveJobsAndWorkersAreBounded) {
   std::filesystem::remove_all(dir);
 }
 
+// Finding: unbounded state. What a worker registers is bounded (host and
+// device strings, device and port counts), as are its attempt's store and
+// barriers (MemoryStoreTest, BarrierTest) and one report's records.
+TEST(LimitsTest, WhatAWorkerSendsIsBounded) {
+  CoordinatorOptions options;
+  options.run_failure_detector = false;
+  auto c = Coordinator::Create(options, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status();
+  v1::RegisterWorkerRequest reg;
+  reg.set_host(std::string(300, 'h'));
+  absl::Status s = (*c)->RegisterWorker(reg).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("host is 300 bytes long"), std::string::npos) << s;
+  reg.set_host("host-a");
+  reg.add_devices()->set_name(std::string(1000, 'g'));
+  EXPECT_EQ((*c)->RegisterWorker(reg).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  reg.clear_devices();
+  for (int i = 0; i < 300; ++i) reg.add_devices()->set_kind("cuda");
+  EXPECT_EQ((*c)->RegisterWorker(reg).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  reg.clear_devices();
+  for (int i = 0; i < 2000; ++i) reg.add_free_ports(30000 + i % 100);
+  EXPECT_EQ((*c)->RegisterWorker(reg).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  reg.clear_free_ports();
+  EXPECT_TRUE((*c)->RegisterWorker(reg).ok());
+}
+
 }  // namespace
 }  // namespace gradsync::testing

@@ -167,6 +167,16 @@ TEST_F(WorkerPermissionTest, CheckpointsOnlyFromRankZero) {
   EXPECT_EQ(after.resume_checkpoint(), before.resume_checkpoint());
   EXPECT_EQ(LedgerText(after), LedgerText(before));
 
+  // Nor send more than 64 evaluations or commits in one report.
+  v1::ReportMetricsRequest flood;
+  *flood.mutable_task() = report.task();
+  flood.mutable_task()->set_worker_id(rank0.id());
+  for (int i = 0; i < 65; ++i) flood.add_eval()->set_accuracy(0.5);
+  EXPECT_EQ(c_.workers()
+                .ReportMetrics(rank0.Context().get(), flood, &ignored)
+                .error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+
   // Rank 0 itself cannot commit past the last epoch.
   report.mutable_task()->set_worker_id(rank0.id());
   commit->set_epoch(before.spec().epochs() + 1);

@@ -150,6 +150,26 @@ TEST(FileStoreTest, ProcessesOnOneHostShareTheDirectory) {
   std::filesystem::remove_all(dir);
 }
 
+// Finding: a worker could fill the coordinator's memory through its
+// attempt's store. Keys and bytes are bounded; replacing a value counts its
+// new size only.
+TEST(MemoryStoreTest, KeysAndBytesAreBounded) {
+  MemoryStore store(MemoryStoreLimits{3, 40});
+  ASSERT_TRUE(store.Set("a", "1234567890").ok());            // 11 bytes
+  ASSERT_TRUE(store.Set("a", "12345678901234567890").ok());  // 21, replaced
+  ASSERT_TRUE(store.Set("b", "x").ok());                     // 23
+  EXPECT_EQ(store.Set("c", std::string(30, 'y')).code(),
+            absl::StatusCode::kResourceExhausted);
+  ASSERT_TRUE(*store.Add("n", 5) == 5);  // 25, three keys
+  const absl::Status fourth = store.Set("d", "1");
+  EXPECT_EQ(fourth.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(fourth.message().find("already 3 keys"), std::string::npos)
+      << fourth;
+  ASSERT_TRUE(store.Set("a", "").ok());  // shrinking is fine: 5 bytes
+  EXPECT_TRUE(store.Set("c", std::string(30, 'y')).ok() == false);  // 4th key
+  EXPECT_TRUE(store.Set("b", std::string(30, 'y')).ok());  // 1+5+31 = 37
+}
+
 TEST(MemoryStoreTest, CloseWakesWaitersAndFailsLaterCalls) {
   MemoryStore store;
   std::thread closer([&] {
