@@ -95,6 +95,8 @@ grpc::Status JobServiceImpl::WatchJob(
   if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
     return s;
   }
+  absl::StatusOr<CallGate::Pass> pass = waiting_->Enter("watch job");
+  if (!pass.ok()) return ToGrpcStatus(pass.status());
   absl::StatusOr<std::shared_ptr<EventLog>> log =
       coordinator_->JobEvents(request->job_id());
   if (!log.ok()) return ToGrpcStatus(log.status());

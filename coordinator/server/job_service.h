@@ -6,6 +6,7 @@
 #include "coordinator/control/coordinator.h"
 #include "coordinator/persist/snapshot_store.h"
 #include "coordinator/server/auth.h"
+#include "coordinator/server/call_gate.h"
 #include "gradsync/v1/job_service.grpc.pb.h"
 
 namespace gradsync {
@@ -14,10 +15,14 @@ class JobServiceImpl final : public v1::JobService::Service {
  public:
   // Every call is first checked against `auth` (see auth.h); both must
   // outlive the service.
-  // Users read model snapshots from `snapshots`.
+  // Users read model snapshots from `snapshots`. Watches pass through
+  // `waiting` (call_gate.h), which must outlive the service too.
   JobServiceImpl(Coordinator* coordinator, const Authenticator* auth,
-                 SnapshotStore* snapshots)
-      : coordinator_(coordinator), auth_(auth), snapshots_(snapshots) {}
+                 SnapshotStore* snapshots, CallGate* waiting)
+      : coordinator_(coordinator),
+        auth_(auth),
+        snapshots_(snapshots),
+        waiting_(waiting) {}
 
   grpc::Status SubmitJob(grpc::ServerContext* context,
                          const v1::SubmitJobRequest* request,
@@ -52,6 +57,7 @@ class JobServiceImpl final : public v1::JobService::Service {
   Coordinator* const coordinator_;
   const Authenticator* const auth_;
   SnapshotStore* const snapshots_;
+  CallGate* const waiting_;
 };
 
 }  // namespace gradsync

@@ -57,6 +57,11 @@ int main(int argc, char** argv) {
                  "largest model snapshot accepted")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--max-waiting-calls", options.max_waiting_calls,
+                 "store waits, barriers and watches served at once; more "
+                 "fail with RESOURCE_EXHAUSTED")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--max-message-bytes", options.max_receive_message_bytes,
                  "largest request accepted")
       ->check(CLI::PositiveNumber)

@@ -2,6 +2,7 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -50,11 +51,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (!coordinator.ok()) return coordinator.status();
   s->coordinator_ = std::move(*coordinator);
   s->auth_ = std::make_unique<Authenticator>(options.auth);
-  s->job_service_ = std::make_unique<JobServiceImpl>(
-      s->coordinator_.get(), s->auth_.get(), s->snapshots_.get());
+  s->waiting_ = std::make_unique<CallGate>(options.max_waiting_calls);
+  s->job_service_ =
+      std::make_unique<JobServiceImpl>(s->coordinator_.get(), s->auth_.get(),
+                                       s->snapshots_.get(), s->waiting_.get());
   s->worker_service_ = std::make_unique<WorkerServiceImpl>(
       s->coordinator_.get(), s->auth_.get(), s->snapshots_.get(),
-      options.max_snapshot_bytes);
+      options.max_snapshot_bytes, s->waiting_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -62,6 +65,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.AddListeningPort(options.address, *credentials, &s->port_);
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   builder.SetMaxSendMessageSize(options.max_send_message_bytes);
+  // Threads for every waiting call the gate admits, and spares for the
+  // calls that do not wait (heartbeats above all).
+  grpc::ResourceQuota quota("gradsync-coordinator");
+  quota.SetMaxThreads(options.max_waiting_calls + 64);
+  builder.SetResourceQuota(quota);
   builder.RegisterService(s->job_service_.get());
   builder.RegisterService(s->worker_service_.get());
   s->server_ = builder.BuildAndStart();

@@ -15,6 +15,7 @@
 #include "coordinator/control/coordinator.h"
 #include "coordinator/persist/snapshot_store.h"
 #include "coordinator/server/auth.h"
+#include "coordinator/server/call_gate.h"
 #include "coordinator/server/job_service.h"
 #include "coordinator/server/worker_service.h"
 #include "coordinator/wire/tls.h"
@@ -28,6 +29,10 @@ struct ServerOptions {
   int max_receive_message_bytes = 4 << 20;
   int max_send_message_bytes = 64 << 20;
   int64_t max_snapshot_bytes = int64_t{4} << 30;  // one model snapshot
+  // Calls that may wait at once (store gets and waits, barriers, watches;
+  // call_gate.h); the server keeps this many threads plus spares for the
+  // rest, so heartbeats always find one.
+  int max_waiting_calls = 1000;
   CoordinatorOptions coordinator;
   AuthTokens auth;     // empty tokens: no authentication (see auth.h)
   ServerTlsFiles tls;  // empty: plaintext (see tls.h)
@@ -43,6 +48,8 @@ class CoordinatorServer {
   // "localhost:<port>", for clients in the same process or host.
   std::string local_address() const;
   Coordinator& coordinator() { return *coordinator_; }
+  // Calls waiting now (call_gate.h).
+  int waiting_calls() const { return waiting_->waiting(); }
 
   void Shutdown();
   // Blocks until Shutdown() is called from another thread.
@@ -55,6 +62,7 @@ class CoordinatorServer {
   std::string snapshot_tmp_dir_;  // removed at destruction (no state dir)
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<CallGate> waiting_;  // before the services that use it
   std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<grpc::Server> server_;

@@ -139,6 +139,8 @@ grpc::Status WorkerServiceImpl::StoreGet(grpc::ServerContext* context,
   auto store = AttemptStore(*context, request->task(), {request->key()},
                             /*write=*/false);
   if (!store.ok()) return ToGrpcStatus(store.status());
+  absl::StatusOr<CallGate::Pass> pass = waiting_->Enter("store get");
+  if (!pass.ok()) return ToGrpcStatus(pass.status());
   absl::StatusOr<std::string> value = (*store)->Get(
       request->key(), WaitTimeout(*context, request->timeout_ms(),
                                   coordinator_->options().max_wait));
@@ -166,6 +168,8 @@ grpc::Status WorkerServiceImpl::StoreWait(grpc::ServerContext* context,
   std::vector<std::string> keys(request->keys().begin(), request->keys().end());
   auto store = AttemptStore(*context, request->task(), keys, /*write=*/false);
   if (!store.ok()) return ToGrpcStatus(store.status());
+  absl::StatusOr<CallGate::Pass> pass = waiting_->Enter("store wait");
+  if (!pass.ok()) return ToGrpcStatus(pass.status());
   return ToGrpcStatus(
       (*store)->Wait(keys, WaitTimeout(*context, request->timeout_ms(),
                                        coordinator_->options().max_wait)));
@@ -187,6 +191,8 @@ grpc::Status WorkerServiceImpl::Barrier(grpc::ServerContext* context,
       coordinator_->Barriers(request->task().job_id(),
                              request->task().attempt());
   if (!barriers.ok()) return ToGrpcStatus(barriers.status());
+  absl::StatusOr<CallGate::Pass> pass = waiting_->Enter("barrier");
+  if (!pass.ok()) return ToGrpcStatus(pass.status());
   return ToGrpcStatus(
       (*barriers)->Arrive(request->name(), request->task().rank(),
                           WaitDeadline(*context, request->timeout_ms(),

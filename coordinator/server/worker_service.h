@@ -10,6 +10,7 @@
 #include "coordinator/control/coordinator.h"
 #include "coordinator/persist/snapshot_store.h"
 #include "coordinator/server/auth.h"
+#include "coordinator/server/call_gate.h"
 #include "gradsync/v1/worker_service.grpc.pb.h"
 
 namespace gradsync {
@@ -19,13 +20,17 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
   // Every call is first checked against `auth` (see auth.h), and every call
   // but RegisterWorker against the caller's worker key and assignment
   // (Coordinator::AuthorizeWorker); both must outlive the service.
-  // Snapshots go to `snapshots` (at most `max_snapshot_bytes` each).
+  // Snapshots go to `snapshots` (at most `max_snapshot_bytes` each). Store
+  // gets and waits and barriers pass through `waiting` (call_gate.h), which
+  // must outlive the service too.
   WorkerServiceImpl(Coordinator* coordinator, const Authenticator* auth,
-                    SnapshotStore* snapshots, int64_t max_snapshot_bytes)
+                    SnapshotStore* snapshots, int64_t max_snapshot_bytes,
+                    CallGate* waiting)
       : coordinator_(coordinator),
         auth_(auth),
         snapshots_(snapshots),
-        max_snapshot_bytes_(max_snapshot_bytes) {}
+        max_snapshot_bytes_(max_snapshot_bytes),
+        waiting_(waiting) {}
 
   grpc::Status RegisterWorker(grpc::ServerContext* context,
                               const v1::RegisterWorkerRequest* request,
@@ -85,6 +90,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
   const Authenticator* const auth_;
   SnapshotStore* const snapshots_;
   const int64_t max_snapshot_bytes_;
+  CallGate* const waiting_;
 };
 
 }  // namespace gradsync

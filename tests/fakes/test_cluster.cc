@@ -49,8 +49,9 @@ std::unique_ptr<grpc::ClientContext> Ctx(double seconds) {
 }
 
 TestCluster::TestCluster(absl::Duration heartbeat_timeout,
-                         std::string state_dir) {
+                         std::string state_dir, int max_waiting_calls) {
   ServerOptions options;
+  if (max_waiting_calls > 0) options.max_waiting_calls = max_waiting_calls;
   options.address = "127.0.0.1:0";
   options.state_dir = std::move(state_dir);
   options.coordinator.heartbeat_timeout = heartbeat_timeout;

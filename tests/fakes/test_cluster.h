@@ -23,8 +23,9 @@ std::string UniqueTempDir(const std::string& tag);
 class TestCluster {
  public:
   // heartbeat_timeout: when silent workers are declared dead.
+  // max_waiting_calls: ServerOptions' (0: its default).
   explicit TestCluster(absl::Duration heartbeat_timeout = absl::Seconds(30),
-                       std::string state_dir = "");
+                       std::string state_dir = "", int max_waiting_calls = 0);
   ~TestCluster();
 
   // Stops the server (for restart tests); a new TestCluster may reuse the

@@ -3,6 +3,9 @@
 // does not run or as another rank are PERMISSION_DENIED naming why.
 #include <gtest/gtest.h>
 
+#include <thread>
+#include <vector>
+
 #include "coordinator/server/auth.h"
 #include "tests/fakes/test_cluster.h"
 
@@ -226,6 +229,46 @@ TEST_F(WorkerPermissionTest, StoreCallsNeedAWorkerId) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(s.error_message().find("worker_id is required"), std::string::npos)
       << s.error_message();
+}
+
+// Finding: waiting calls (store gets, barriers, watches) could pin every
+// server thread. Past the bound they fail at once, and calls that do not
+// wait (heartbeats) still get through.
+TEST(WaitingCallsTest, ABoundedNumberWaitAndHeartbeatsGoOn) {
+  TestCluster c(absl::Seconds(30), "", /*max_waiting_calls=*/2);
+  SimWorker a(c.workers(), "host-a"), b(c.workers(), "host-b");
+  const v1::Job job = c.Submit(c.Spec(2));
+  a.AwaitAssignment();
+  b.AwaitAssignment();
+  auto get = [&](int timeout_ms) {
+    v1::StoreGetRequest request;
+    request.mutable_task()->set_worker_id(a.id());
+    request.mutable_task()->set_job_id(job.id());
+    request.mutable_task()->set_attempt(1);
+    request.set_key("never");
+    request.set_timeout_ms(timeout_ms);
+    v1::StoreGetResponse response;
+    return c.workers().StoreGet(a.Context().get(), request, &response);
+  };
+  std::vector<std::thread> waiting;
+  for (int i = 0; i < 2; ++i) waiting.emplace_back([&] { (void)get(3000); });
+  const absl::Time deadline = absl::Now() + absl::Seconds(2);
+  while (c.server().waiting_calls() < 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(c.server().waiting_calls(), 2);
+  const absl::Time start = absl::Now();
+  const grpc::Status third = get(3000);
+  EXPECT_EQ(third.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(third.error_message().find("--max-waiting-calls"),
+            std::string::npos)
+      << third.error_message();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  v1::HeartbeatResponse r;
+  EXPECT_TRUE(a.Heartbeat(&r).ok());
+  for (std::thread& t : waiting) t.join();
+  EXPECT_EQ(c.server().waiting_calls(), 0);
+  EXPECT_EQ(get(1).error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
 }
 
 }  // namespace
