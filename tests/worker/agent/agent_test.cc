@@ -59,31 +59,56 @@ absl::StatusOr<std::string> AwaitHealth(const std::string& file,
   return health;
 }
 
+// Two agents on threads against `cluster`, their health files in `dir`;
+// `options` are theirs (host, health file and log interval set here). Stop()
+// ends them and checks that Run() returned OK.
+class TwoAgents {
+ public:
+  TwoAgents(const testing::TestCluster& cluster, const fs::path& dir,
+            AgentOptions options = {}) {
+    for (int i = 0; i < 2; ++i) {
+      AgentOptions o = options;
+      o.host = "127.0.0.1";
+      o.log_every = 0;
+      o.health_file = (dir / absl::StrCat("health-", i)).string();
+      health_.push_back(o.health_file);
+      agents_.push_back(std::make_unique<Agent>(
+          v1::WorkerService::NewStub(
+              MakeCoordinatorChannel(cluster.address(), /*token=*/"")),
+          o));
+    }
+    for (int i = 0; i < 2; ++i) {
+      threads_.emplace_back([this, i] { ran_[i] = agents_[i]->Run(); });
+    }
+  }
+
+  // Both health files say "idle" (fails the test otherwise).
+  void ExpectIdle() const {
+    for (const std::string& file : health_) {
+      absl::StatusOr<std::string> h = AwaitHealth(file, "idle");
+      EXPECT_TRUE(h.ok()) << h.status();
+    }
+  }
+
+  void Stop() {
+    for (auto& agent : agents_) agent->Stop();
+    for (std::thread& t : threads_) t.join();
+    for (const absl::Status& s : ran_) EXPECT_TRUE(s.ok()) << s;
+  }
+
+ private:
+  std::vector<std::unique_ptr<Agent>> agents_;
+  std::vector<std::thread> threads_;
+  absl::Status ran_[2];
+  std::vector<std::string> health_;
+};
+
 TEST(AgentTest, TwoAgentsTrainAJobAndReturnToIdle) {
   testing::TestCluster cluster;
   const fs::path dir = testing::UniqueTempDir("agent-test");
   MakePngFolder(dir / "data", 8, 4);
-
-  std::vector<std::unique_ptr<Agent>> agents;
-  std::vector<std::thread> threads;
-  std::vector<absl::Status> ran(2);
-  std::vector<std::string> health;
-  for (int i = 0; i < 2; ++i) {
-    AgentOptions o;
-    o.host = "127.0.0.1";
-    o.log_every = 0;
-    o.health_file = (dir / absl::StrCat("health-", i)).string();
-    health.push_back(o.health_file);
-    agents.push_back(std::make_unique<Agent>(
-        v1::WorkerService::NewStub(
-            MakeCoordinatorChannel(cluster.address(), /*token=*/"")),
-        o));
-    threads.emplace_back([&, i] { ran[i] = agents[i]->Run(); });
-  }
-  for (const std::string& file : health) {
-    absl::StatusOr<std::string> h = AwaitHealth(file, "idle");
-    ASSERT_TRUE(h.ok()) << h.status();
-  }
+  TwoAgents agents(cluster, dir);
+  agents.ExpectIdle();
 
   v1::JobSpec spec = cluster.Spec(2);
   spec.mutable_dataset()->set_path((dir / "data").string());
@@ -104,13 +129,8 @@ TEST(AgentTest, TwoAgentsTrainAJobAndReturnToIdle) {
   ASSERT_EQ(job.metrics().eval_size(), 2);
   EXPECT_EQ(job.metrics().eval(1).samples(), 8);  // every test sample once
 
-  for (const std::string& file : health) {
-    absl::StatusOr<std::string> h = AwaitHealth(file, "idle");
-    EXPECT_TRUE(h.ok()) << h.status();
-  }
-  for (auto& agent : agents) agent->Stop();
-  for (std::thread& t : threads) t.join();
-  for (const absl::Status& s : ran) EXPECT_TRUE(s.ok()) << s;
+  agents.ExpectIdle();
+  agents.Stop();
   // The agents ran the task with torchrun's names but never setenv'd them
   // (that races every other thread's getenv).
   for (const char* name :
@@ -127,23 +147,9 @@ TEST(AgentTest, AFailedTaskLeavesTheAgentIdleAndRunning) {
   testing::TestCluster cluster;
   const fs::path dir = testing::UniqueTempDir("agent-fail-test");
   MakePngFolder(dir / "data", 4, 2);
-  std::vector<std::unique_ptr<Agent>> agents;
-  std::vector<std::thread> threads;
-  std::vector<absl::Status> ran(2);
-  std::vector<std::string> health;
-  for (int i = 0; i < 2; ++i) {
-    AgentOptions o;
-    o.host = "127.0.0.1";
-    o.log_every = 0;
-    o.health_file = (dir / absl::StrCat("health-", i)).string();
-    o.dataset_access.decode.max_pixels = 100;  // the images are 28x28
-    health.push_back(o.health_file);
-    agents.push_back(std::make_unique<Agent>(
-        v1::WorkerService::NewStub(
-            MakeCoordinatorChannel(cluster.address(), /*token=*/"")),
-        o));
-    threads.emplace_back([&, i] { ran[i] = agents[i]->Run(); });
-  }
+  AgentOptions options;
+  options.dataset_access.decode.max_pixels = 100;  // the images are 28x28
+  TwoAgents agents(cluster, dir, options);
   v1::JobSpec spec = cluster.Spec(2);
   spec.mutable_dataset()->set_path((dir / "data").string());
   spec.set_model("mlp");
@@ -156,10 +162,7 @@ TEST(AgentTest, AFailedTaskLeavesTheAgentIdleAndRunning) {
   EXPECT_NE(failed.message().find("more than the limit of 100"),
             std::string::npos)
       << failed.message();
-  for (const std::string& file : health) {
-    absl::StatusOr<std::string> h = AwaitHealth(file, "idle");
-    EXPECT_TRUE(h.ok()) << h.status();
-  }
+  agents.ExpectIdle();
   // Finding: checkpoint paths were unconfined on workers (resume_from read
   // any file on rank 0's host). Outside the checkpoint root (here the
   // working directory) the task fails naming the field.
@@ -172,13 +175,8 @@ TEST(AgentTest, AFailedTaskLeavesTheAgentIdleAndRunning) {
   EXPECT_NE(outside.message().find("outside the worker's checkpoint root"),
             std::string::npos)
       << outside.message();
-  for (const std::string& file : health) {
-    absl::StatusOr<std::string> h = AwaitHealth(file, "idle");
-    EXPECT_TRUE(h.ok()) << h.status();
-  }
-  for (auto& agent : agents) agent->Stop();
-  for (std::thread& t : threads) t.join();
-  for (const absl::Status& s : ran) EXPECT_TRUE(s.ok()) << s;
+  agents.ExpectIdle();
+  agents.Stop();
   fs::remove_all(dir);
 }
 
