@@ -4,7 +4,6 @@
 #include <caffe2/serialize/inline_container.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/serialize.h>
 #include <unistd.h>
@@ -51,8 +50,17 @@ std::vector<char> PickleWithoutTypeTags(const IValue& value) {
         archive.insert(archive.end(), bytes, bytes + size);
         return size;
       });
-  torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(),
-                                     pickler.tensorData(), writer);
+  // torch.save's layout: each storage as data/<i>, then data.pkl (what
+  // torch::jit::writeArchiveAndTensors writes; its header, export.h, pulls
+  // in ONNX and flatbuffers declarations a PyTorch wheel may not ship).
+  const std::vector<at::Tensor>& tensors = pickler.tensorData();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    torch::jit::WriteableTensorData storage =
+        torch::jit::getWriteableTensorData(tensors[i]);
+    writer.writeRecord(absl::StrCat("data/", i), storage.data(),
+                       storage.sizeInBytes());
+  }
+  writer.writeRecord("data.pkl", pickled.data(), pickled.size());
   writer.writeEndOfFile();
   return archive;
 }
