@@ -21,8 +21,11 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 log() { echo "install-container-engine: $*"; }
 
 # The first Debian archive (not its security archive) in this machine's apt
-# sources: deb822 .sources files (URIs:) or one-line .list entries.
-apt_mirror() {
+# sources: deb822 .sources files (URIs:) or one-line .list entries. Prints
+# nothing when there is none. A subshell without pipefail: a missing
+# sources.list must not end the script.
+apt_mirror() (
+  set +o pipefail
   {
     cat /etc/apt/sources.list.d/*.sources 2>/dev/null \
       | awk 'tolower($1) == "uris:" { for (i = 2; i <= NF; i++) print $i }'
@@ -30,7 +33,8 @@ apt_mirror() {
       | sed -e 's/#.*//' -e 's/\[[^]]*\]//' \
       | awk '$1 == "deb" { print $2 }'
   } | grep -v -e security -e '^$' | head -1
-}
+  true
+)
 MIRROR=${DEBIAN_MIRROR:-$(apt_mirror)}
 
 if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
