@@ -4,6 +4,7 @@
 #include "worker/model/checkpoint.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -18,8 +19,13 @@ namespace fs = std::filesystem;
 class CheckpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // One directory per test: ctest runs the tests as parallel processes.
+    const std::string test =
+        ::testing::UnitTest::GetInstance()->current_test_info()->name();
     dir_ =
-        (fs::path(::testing::TempDir()) / "gradsync_checkpoint_test").string();
+        (fs::path(::testing::TempDir()) / ("gradsync_checkpoint_test_" + test +
+                                           "_" + std::to_string(::getpid())))
+            .string();
     fs::remove_all(dir_);
     ModelShape shape;
     shape.channels = 1;
