@@ -11,6 +11,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "coordinator/store/durable_file.h"
 #include "coordinator/wire/secrets.h"
 
 namespace gradsync {
@@ -44,20 +45,11 @@ absl::StatusOr<std::string> LoadOrCreateToken(const std::string& path,
   if (::lstat(path.c_str(), &st) == 0) return LoadToken("", path, path);
   absl::StatusOr<std::string> token = RandomToken();
   if (!token.ok()) return token.status();
-  const int fd = ::open(
-      path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot create token file ", path, ": ", std::strerror(errno)));
-  }
-  const std::string line = *token + "\n";
-  const bool written = ::write(fd, line.data(), line.size()) ==
-                           static_cast<ssize_t>(line.size()) &&
-                       ::fsync(fd) == 0;
-  ::close(fd);
-  if (!written) {
+  if (absl::Status s = WriteNewFile(path, *token + "\n", 0600,
+                                    /*replace=*/false);
+      !s.ok()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("cannot write token file ", path));
+        absl::StrCat("cannot create token file ", path, ": ", s.message()));
   }
   *created = true;
   return token;

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/store/durable_file.h"
 
 namespace gradsync {
 namespace {
@@ -223,43 +224,6 @@ int64_t StepOf(const fs::path& file, std::string* tag) {
   return std::stoll(match[2].str());
 }
 
-// Writes `bytes` to `path` as a new file: an existing entry there (a stale
-// temporary file, or a link someone planted) is removed first, and the file
-// is created with O_EXCL | O_NOFOLLOW, so nothing outside is written.
-absl::Status WriteNewFile(const std::string& path,
-                          const std::vector<char>& bytes) {
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return absl::DataLossError(
-        absl::StrCat("cannot replace ", path, ": ", std::strerror(errno)));
-  }
-  const int fd = ::open(
-      path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return absl::DataLossError(
-        absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
-  }
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  const bool ok = done == bytes.size() && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok) return absl::DataLossError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
-}
-
-// Makes a rename inside `dir` durable.
-void SyncDirectory(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    (void)::fsync(fd);
-    ::close(fd);
-  }
-}
-
 }  // namespace
 
 absl::StatusOr<std::string> WriteCheckpoint(
@@ -312,14 +276,11 @@ absl::StatusOr<std::string> WriteCheckpoint(
   const std::vector<char> bytes = PickleWithoutTypeTags(IValue(checkpoint));
   const std::string path =
       absl::StrCat(dir, "/", CheckpointFileName(tag, position.step));
-  const std::string tmp = path + ".tmp";
-  if (absl::Status s = WriteNewFile(tmp, bytes); !s.ok()) return s;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    return absl::DataLossError(
-        absl::StrCat("cannot rename ", tmp, ": ", ec.message()));
+  if (absl::Status s = ReplaceFileDurably(
+          path, absl::string_view(bytes.data(), bytes.size()), 0644);
+      !s.ok()) {
+    return s;
   }
-  SyncDirectory(dir);
   return path;
 }
 
