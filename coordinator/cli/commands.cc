@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -92,19 +93,41 @@ int Cli::Status(const std::string& job_id) {
 }
 
 int Cli::List(int limit) {
+  // Page through until `limit` jobs (0: all) or the last page.
+  v1::ListJobsResponse all;
   v1::ListJobsRequest request;
-  request.set_limit(limit);
-  v1::ListJobsResponse response;
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  grpc::Status s = stub_->ListJobs(&context, request, &response);
-  if (!s.ok()) return Fail(s);
+  do {
+    request.set_page_size(limit > 0 ? std::min(limit - all.jobs_size(), 1000)
+                                    : 1000);
+    v1::ListJobsResponse page;
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    grpc::Status s = stub_->ListJobs(&context, request, &page);
+    if (!s.ok()) return Fail(s);
+    for (v1::Job& job : *page.mutable_jobs()) {
+      *all.add_jobs() = std::move(job);
+    }
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty() &&
+           (limit <= 0 || all.jobs_size() < limit));
   if (options_.json) {
-    out_ << ToJson(response) << "\n";
+    out_ << ToJson(all) << "\n";
   } else {
-    std::vector<v1::Job> jobs(response.jobs().begin(), response.jobs().end());
+    std::vector<v1::Job> jobs(all.jobs().begin(), all.jobs().end());
     out_ << FormatJobTable(jobs, NowMs());
   }
+  return 0;
+}
+
+int Cli::Delete(const std::string& job_id) {
+  v1::DeleteJobRequest request;
+  request.set_job_id(job_id);
+  v1::DeleteJobResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  grpc::Status s = stub_->DeleteJob(&context, request, &response);
+  if (!s.ok()) return Fail(s);
+  out_ << TerminalSafe(job_id) << " deleted\n";
   return 0;
 }
 

@@ -33,6 +33,8 @@ class Cli {
   // Follows the job until it is terminal; exit 0 only if it SUCCEEDED.
   int Watch(const std::string& job_id);
   int Cancel(const std::string& job_id, const std::string& reason);
+  // `gradsync delete JOB`: forgets a finished job and its snapshots.
+  int Delete(const std::string& job_id);
   int Workers();
   // `gradsync model list JOB`: the coordinator's snapshots of a job.
   int ModelList(const std::string& job_id);

@@ -155,6 +155,9 @@ std::string FormatJobDetail(const v1::Job& job, int64_t now_ms) {
   if (!job.stall().empty()) {
     absl::StrAppend(&out, "Stalled:    ", job.stall(), "\n");
   }
+  if (!job.persist_error().empty()) {
+    absl::StrAppend(&out, "Not saved:  ", job.persist_error(), "\n");
+  }
   absl::StrAppend(
       &out, "Model:      ", spec.model(), ", ", spec.epochs(),
       " epoch(s), batch ", spec.batch_size(), " per rank, ",

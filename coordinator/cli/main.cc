@@ -121,13 +121,17 @@ int main(int argc, char** argv) {
   status->add_option("job", job_id, "job id")->required();
   int limit = 0;
   CLI::App* list = app.add_subcommand("list", "list jobs, newest first");
-  list->add_option("--limit", limit, "at most this many");
+  list->add_option("--limit", limit, "at most this many (default: all)")
+      ->check(CLI::NonNegativeNumber);
   CLI::App* watch = app.add_subcommand("watch", "follow a job live");
   watch->add_option("job", job_id, "job id")->required();
   std::string reason;
   CLI::App* cancel = app.add_subcommand("cancel", "cancel a job");
   cancel->add_option("job", job_id, "job id")->required();
   cancel->add_option("--reason", reason, "recorded with the transition");
+  CLI::App* del = app.add_subcommand(
+      "delete", "forget a finished job: its record, events and snapshots");
+  del->add_option("job", job_id, "job id")->required();
   CLI::App* workers = app.add_subcommand("workers", "list workers");
   CLI::App* model = app.add_subcommand("model", "model snapshots of a job");
   model->require_subcommand(1);
@@ -164,6 +168,7 @@ int main(int argc, char** argv) {
   if (*list) return cli.List(limit);
   if (*watch) return cli.Watch(job_id);
   if (*cancel) return cli.Cancel(job_id, reason);
+  if (*del) return cli.Delete(job_id);
   if (*workers) return cli.Workers();
   if (*model_list) return cli.ModelList(job_id);
   if (*model_pull) {

@@ -29,6 +29,13 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
   }
   std::unique_ptr<Coordinator> c(
       new Coordinator(std::move(options), std::move(store)));
+  if (c->job_store_ != nullptr) {
+    c->persister_ = std::make_unique<JobPersister>(
+        c->job_store_.get(),
+        [raw = c.get()](const std::string& job_id, const absl::Status& s) {
+          raw->OnPersisted(job_id, s);
+        });
+  }
   if (absl::Status s = c->Restore(); !s.ok()) return s;
   if (c->options_.run_failure_detector) {
     c->detector_ = std::thread([raw = c.get()] { raw->DetectorLoop(); });
@@ -62,6 +69,7 @@ void Coordinator::Shutdown() {
   }
   stop_detector_.Notify();
   if (detector_.joinable()) detector_.join();
+  if (persister_ != nullptr) persister_->Stop(absl::Seconds(5));
 }
 
 absl::StatusOr<Coordinator::JobEntry*> Coordinator::FindJob(
@@ -111,6 +119,7 @@ std::string Coordinator::DescribeRank(const JobEntry& entry, int rank) const {
 
 v1::Job Coordinator::Snapshot(const JobEntry& entry) const {
   v1::Job job = entry.job;
+  job.set_persist_error(entry.persist_error);
   // Live metrics, unless none arrived since a restart (then the persisted
   // summary is the best there is).
   if (!IsTerminal(job.state()) &&
@@ -121,12 +130,27 @@ v1::Job Coordinator::Snapshot(const JobEntry& entry) const {
 }
 
 void Coordinator::Persist(const JobEntry& entry) {
-  if (job_store_ == nullptr) return;
-  absl::Status s = job_store_->Save(entry.job);
-  if (!s.ok()) {
-    absl::FPrintF(stderr, "coordinator: cannot persist job %s: %s\n",
-                  entry.job.id(), s.ToString());
-  }
+  if (persister_ != nullptr) persister_->Save(entry.job);
+}
+
+void Coordinator::OnPersisted(const std::string& job_id,
+                              const absl::Status& status) {
+  if (job_id.empty()) return;  // a worker key: logged by the persister
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return;
+  JobEntry& entry = it->second;
+  const std::string error =
+      status.ok()
+          ? ""
+          : absl::StrCat("cannot write the job's record: ", status.message(),
+                         " (retrying)");
+  if (error == entry.persist_error) return;
+  entry.persist_error = error;
+  v1::JobEvent event;
+  *event.mutable_job() = Snapshot(entry);
+  *event.mutable_summary() = event.job().metrics();
+  entry.events->Append(std::move(event));
 }
 
 void Coordinator::Transition(JobEntry& entry, v1::JobState to,
@@ -160,7 +184,61 @@ void Coordinator::Transition(JobEntry& entry, v1::JobState to,
   *event.mutable_summary() = event.job().metrics();
   entry.events->Append(std::move(event));
   if (IsTerminal(to)) entry.events->Close();
+  Index(entry);
   Persist(entry);
+}
+
+void Coordinator::Index(JobEntry& entry) {
+  by_seq_[entry.queue_seq] = &entry;
+  if (!IsTerminal(entry.job.state())) {
+    active_[entry.queue_seq] = &entry;
+    return;
+  }
+  active_.erase(entry.queue_seq);
+  if (entry.finished_unix_ms == 0) {
+    entry.finished_unix_ms = std::max<int64_t>(entry.job.updated_unix_ms(), 1);
+    finished_.insert({entry.finished_unix_ms, entry.queue_seq});
+  }
+}
+
+void Coordinator::Forget(const std::string& job_id) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return;
+  JobEntry& entry = it->second;
+  // Workers still tearing the job down: their next heartbeat is told the
+  // task is not theirs (STOP), and the one after finds them idle.
+  for (auto& [id, w] : workers_) {
+    if (w.job_id != job_id) continue;
+    w.job_id.clear();
+    w.attempt = 0;
+    w.rank = -1;
+    w.info.clear_job_id();
+    w.info.set_rank(-1);
+  }
+  entry.events->Close();
+  finished_.erase({entry.finished_unix_ms, entry.queue_seq});
+  active_.erase(entry.queue_seq);
+  by_seq_.erase(entry.queue_seq);
+  if (persister_ != nullptr) persister_->Delete(job_id);
+  if (options_.on_job_deleted) options_.on_job_deleted(job_id);
+  jobs_.erase(it);
+}
+
+void Coordinator::EnforceRetention(absl::Time now) {
+  const int64_t oldest_kept = UnixMs(now - options_.finished_job_ttl);
+  while (!finished_.empty()) {
+    const auto [finished_ms, seq] = *finished_.begin();
+    const bool too_many =
+        static_cast<int64_t>(finished_.size()) > options_.max_finished_jobs;
+    if (!too_many && finished_ms >= oldest_kept) break;
+    const std::string id = by_seq_.at(seq)->job.id();
+    absl::FPrintF(stderr, "coordinator: deleting finished job %s (%s)\n", id,
+                  too_many
+                      ? absl::StrCat("more than ", options_.max_finished_jobs,
+                                     " finished jobs kept")
+                      : "older than --keep-finished-for");
+    Forget(id);
+  }
 }
 
 // ---------------------------------------------------------------- scheduler

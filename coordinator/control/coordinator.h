@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -39,6 +40,7 @@
 #include "coordinator/control/gpu_placement.h"
 #include "coordinator/control/metrics_aggregator.h"
 #include "coordinator/control/port_allocator.h"
+#include "coordinator/persist/job_persister.h"
 #include "coordinator/persist/job_store.h"
 #include "coordinator/store/memory_store.h"
 #include "gradsync/v1/job_service.pb.h"
@@ -59,6 +61,16 @@ struct CoordinatorOptions {
   // RESOURCE_EXHAUSTED.
   int max_active_jobs = 1000;
   int max_workers = 10000;
+  // Retention of finished jobs (SUCCEEDED, FAILED, CANCELLED): beyond this
+  // many, or older than `finished_job_ttl` since they ended, the oldest are
+  // deleted (record, events, persisted row; see on_job_deleted). Checked
+  // on every failure-detector sweep.
+  int max_finished_jobs = 1000;
+  absl::Duration finished_job_ttl = absl::Hours(24 * 30);
+  // Called (under the coordinator's lock: it must not call back into the
+  // Coordinator) with the id of each job deleted, by DeleteJob or by
+  // retention, so that what lives elsewhere (model snapshots) goes too.
+  std::function<void(const std::string& job_id)> on_job_deleted;
   // Dataset paths must lie under one of these (see data_roots.h); empty:
   // anywhere.
   std::vector<std::string> data_roots;
@@ -89,8 +101,9 @@ class Coordinator {
   Coordinator(const Coordinator&) = delete;
   Coordinator& operator=(const Coordinator&) = delete;
 
-  // Wakes every blocked call with UNAVAILABLE and stops the failure
-  // detector. Idempotent; the destructor calls it.
+  // Wakes every blocked call with UNAVAILABLE, stops the failure detector
+  // and writes what is still queued for the job store (up to 5 s).
+  // Idempotent; the destructor calls it.
   void Shutdown();
 
   const CoordinatorOptions& options() const { return options_; }
@@ -98,7 +111,22 @@ class Coordinator {
   // ---- JobService (job_api.cc) ----
   absl::StatusOr<v1::Job> SubmitJob(v1::JobSpec spec);
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
-  std::vector<v1::Job> ListJobs(int limit);
+  // Jobs newest first, `page_size` of them (0 = kDefaultPageSize, at most
+  // kMaxPageSize) after `page_token` (a next_page_token from an earlier
+  // page; INVALID_ARGUMENT when it is not one). Pages stay consistent
+  // while jobs are added or deleted: a token names where the last page
+  // ended, not an offset.
+  static constexpr int kDefaultPageSize = 100;
+  static constexpr int kMaxPageSize = 1000;
+  struct JobPage {
+    std::vector<v1::Job> jobs;
+    std::string next_page_token;  // empty on the last page
+  };
+  absl::StatusOr<JobPage> ListJobs(int page_size,
+                                   const std::string& page_token);
+  // Forgets a finished job (see CoordinatorOptions::on_job_deleted);
+  // FAILED_PRECONDITION while it is not terminal, NOT_FOUND if unknown.
+  absl::Status DeleteJob(const std::string& job_id);
   absl::StatusOr<v1::Job> CancelJob(const std::string& job_id,
                                     const std::string& reason);
   // The job's event log (for WatchJob) and its current record.
@@ -163,6 +191,10 @@ class Coordinator {
     std::set<std::string> awaiting_reconnect;
     absl::Time reconnect_deadline = absl::InfiniteFuture();
     absl::Time metrics_persisted = absl::InfinitePast();
+    // When it became terminal (finished_'s key), for retention.
+    int64_t finished_unix_ms = 0;
+    // The last failed write of its record (Job.persist_error); in memory.
+    std::string persist_error;
   };
   struct WorkerEntry {
     v1::WorkerInfo info;
@@ -230,7 +262,23 @@ class Coordinator {
   TakenGpus GpusInUse() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Assignment MakeAssignment(const JobEntry& entry, int rank) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues the record for the persister (written outside the lock).
   void Persist(const JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The persister's report on a job's write: sets or clears the job's
+  // persist_error and publishes the change as an event.
+  void OnPersisted(const std::string& job_id, const absl::Status& status)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // RESOURCE_EXHAUSTED when max_active_jobs are pending or running.
+  absl::Status CheckActiveJobLimit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Files a job under active_ or finished_ by its current state; called
+  // whenever a job is added or changes state.
+  void Index(JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes a finished job everywhere (workers still holding it let go).
+  // Never called while a caller up the stack holds a JobEntry reference:
+  // only from DeleteJob and EnforceRetention.
+  void Forget(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes finished jobs beyond max_finished_jobs or finished_job_ttl.
+  void EnforceRetention(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Job Snapshot(const JobEntry& entry) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string DescribeRank(const JobEntry& entry, int rank) const
@@ -238,10 +286,20 @@ class Coordinator {
 
   const CoordinatorOptions options_;
   const std::unique_ptr<JobStore> job_store_;
+  // Writes to job_store_ (null without one). Declared after it: destroyed
+  // (flushed) first.
+  std::unique_ptr<JobPersister> persister_;
   const uint32_t incarnation_;
 
   absl::Mutex mu_;
   std::map<std::string, JobEntry> jobs_ ABSL_GUARDED_BY(mu_);
+  // Indexes into jobs_ by queue_seq: every job, and the jobs not yet ended
+  // (what the scheduler and the failure detector walk, so that finished
+  // jobs cost nothing per heartbeat). finished_ orders the ended ones by
+  // (finished_unix_ms, queue_seq) for retention.
+  std::map<int64_t, JobEntry*> by_seq_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, JobEntry*> active_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<int64_t, int64_t>> finished_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
   PortAllocator ports_ ABSL_GUARDED_BY(mu_);
   int64_t next_job_ ABSL_GUARDED_BY(mu_) = 1;

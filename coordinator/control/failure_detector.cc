@@ -63,11 +63,16 @@ void Coordinator::SweepDeadWorkers(absl::Time now) {
     ++it;
   }
   // Restored running jobs whose workers did not all come back in time.
-  for (auto& [id, entry] : jobs_) {
-    if (entry.awaiting_reconnect.empty() || now < entry.reconnect_deadline ||
-        entry.job.state() != v1::JOB_STATE_RUNNING) {
-      continue;
+  std::vector<JobEntry*> lapsed;  // (failing them changes active_)
+  for (auto& [seq, entry] : active_) {
+    if (!entry->awaiting_reconnect.empty() &&
+        now >= entry->reconnect_deadline &&
+        entry->job.state() == v1::JOB_STATE_RUNNING) {
+      lapsed.push_back(entry);
     }
+  }
+  for (JobEntry* e : lapsed) {
+    JobEntry& entry = *e;
     std::vector<std::string> missing;
     for (const v1::RankAssignment& r : entry.job.ranks()) {
       if (entry.awaiting_reconnect.count(r.worker_id()) > 0) {
@@ -85,11 +90,13 @@ void Coordinator::SweepDeadWorkers(absl::Time now) {
   DetectStalls(now);
   // Restarts whose wait for the old attempt's workers has expired.
   Schedule();
+  EnforceRetention(now);
 }
 
 void Coordinator::DetectStalls(absl::Time now) {
   const absl::Duration patience = 3 * options_.heartbeat_interval;
-  for (auto& [id, entry] : jobs_) {
+  for (auto& [seq, e] : active_) {
+    JobEntry& entry = *e;
     v1::Job& job = entry.job;
     if (job.state() != v1::JOB_STATE_RUNNING) continue;
     struct RankSeq {

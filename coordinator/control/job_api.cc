@@ -1,9 +1,13 @@
 // Coordinator, the JobService side: submit (validation, data roots, sample
 // counts), get, list, cancel, events, workers.
 #include <algorithm>
+#include <limits>
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "coordinator/control/coordinator.h"
 #include "coordinator/control/coordinator_internal.h"
 #include "coordinator/control/job_spec.h"
@@ -43,6 +47,17 @@ absl::StatusOr<int64_t> CountSamples(const std::string& field,
 
 using coordinator_internal::UnixMs;
 
+absl::Status Coordinator::CheckActiveJobLimit() {
+  if (shut_down_) return absl::UnavailableError("coordinator is shutting down");
+  if (static_cast<int>(active_.size()) < options_.max_active_jobs) {
+    return absl::OkStatus();
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      active_.size(),
+      " jobs are pending or running; this coordinator takes at most ",
+      options_.max_active_jobs, " (--max-active-jobs): wait or cancel one"));
+}
+
 absl::StatusOr<v1::Job> Coordinator::SubmitJob(v1::JobSpec spec) {
   ApplyJobSpecDefaults(&spec);
   if (absl::Status s = ValidateJobSpec(spec, options_.max_world_size);
@@ -53,6 +68,12 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(v1::JobSpec spec) {
           "dataset.path", spec.dataset().path(), options_.data_roots);
       !s.ok()) {
     return s;
+  }
+  // Refuse before the scan when the queue is full (and again after it, as
+  // other submissions may have come in meanwhile).
+  {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = CheckActiveJobLimit(); !s.ok()) return s;
   }
   // Scan the data set outside the lock: it touches the file system.
   absl::StatusOr<int64_t> train =
@@ -69,15 +90,7 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(v1::JobSpec spec) {
   }
 
   absl::MutexLock lock(&mu_);
-  if (shut_down_) return absl::UnavailableError("coordinator is shutting down");
-  const int active = static_cast<int>(std::count_if(
-      jobs_.begin(), jobs_.end(),
-      [](const auto& j) { return !IsTerminal(j.second.job.state()); }));
-  if (active >= options_.max_active_jobs) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        active, " jobs are pending or running; this coordinator takes at most ",
-        options_.max_active_jobs, " (--max-active-jobs): wait or cancel one"));
-  }
+  if (absl::Status s = CheckActiveJobLimit(); !s.ok()) return s;
   const int64_t seq = next_job_++;
   const std::string id = absl::StrFormat("job-%06d", seq);
   JobEntry& entry = jobs_[id];
@@ -87,6 +100,7 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(v1::JobSpec spec) {
   entry.job.set_created_unix_ms(UnixMs(absl::Now()));
   entry.job.set_train_samples(*train);
   entry.job.set_eval_samples(eval);
+  Index(entry);
   Transition(entry, v1::JOB_STATE_PENDING,
              absl::StrCat("submitted; waiting for ",
                           entry.job.spec().world_size().min_workers(),
@@ -102,20 +116,51 @@ absl::StatusOr<v1::Job> Coordinator::GetJob(const std::string& job_id) {
   return Snapshot(**entry);
 }
 
-std::vector<v1::Job> Coordinator::ListJobs(int limit) {
-  absl::MutexLock lock(&mu_);
-  std::vector<const JobEntry*> entries;
-  for (const auto& [id, entry] : jobs_) entries.push_back(&entry);
-  std::sort(entries.begin(), entries.end(),
-            [](const JobEntry* a, const JobEntry* b) {
-              return a->queue_seq > b->queue_seq;
-            });
-  if (limit > 0 && static_cast<int>(entries.size()) > limit) {
-    entries.resize(limit);
+absl::StatusOr<Coordinator::JobPage> Coordinator::ListJobs(
+    int page_size, const std::string& page_token) {
+  if (page_size < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size must be >= 0 (got ", page_size, ")"));
   }
-  std::vector<v1::Job> jobs;
-  for (const JobEntry* e : entries) jobs.push_back(Snapshot(*e));
-  return jobs;
+  if (page_size == 0) page_size = kDefaultPageSize;
+  page_size = std::min(page_size, kMaxPageSize);
+  // The token is the id of the last job of the previous page; the next page
+  // starts below its sequence number, whether or not it still exists.
+  int64_t before = std::numeric_limits<int64_t>::max();
+  if (!page_token.empty() &&
+      (!absl::StartsWith(page_token, "job-") ||
+       !absl::SimpleAtoi(absl::string_view(page_token).substr(4), &before) ||
+       before < 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_token '", page_token,
+                     "' is not a next_page_token this coordinator gave"));
+  }
+  absl::MutexLock lock(&mu_);
+  JobPage page;
+  auto it = by_seq_.lower_bound(before);
+  while (it != by_seq_.begin() &&
+         static_cast<int>(page.jobs.size()) < page_size) {
+    --it;
+    page.jobs.push_back(Snapshot(*it->second));
+  }
+  if (it != by_seq_.begin() && !page.jobs.empty()) {
+    page.next_page_token = page.jobs.back().id();
+  }
+  return page;
+}
+
+absl::Status Coordinator::DeleteJob(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<JobEntry*> entry = FindJob(job_id);
+  if (!entry.ok()) return entry.status();
+  const v1::Job& job = (*entry)->job;
+  if (!IsTerminal(job.state())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " is ", JobStateName(job.state()),
+                     "; only a finished job can be deleted (cancel it first)"));
+  }
+  Forget(job_id);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::Job> Coordinator::CancelJob(const std::string& job_id,

@@ -29,12 +29,19 @@ absl::Status Coordinator::Restore() {
   const absl::Time now = absl::Now();
   for (v1::Job& job : *jobs) {
     int64_t n = 0;
-    if (absl::SimpleAtoi(absl::string_view(job.id()).substr(4), &n)) {
-      next_job_ = std::max(next_job_, n + 1);
+    if (!absl::SimpleAtoi(absl::string_view(job.id()).substr(4), &n) ||
+        n <= 0 || by_seq_.count(n) > 0) {
+      absl::FPrintF(stderr,
+                    "coordinator: stored job id '%s' is not one this "
+                    "coordinator gives; ignored\n",
+                    job.id());
+      continue;
     }
+    next_job_ = std::max(next_job_, n + 1);
     JobEntry& entry = jobs_[job.id()];
     entry.queue_seq = n;
     entry.job = std::move(job);
+    Index(entry);
     for (const v1::EvalMetrics& e : entry.job.metrics().eval()) {
       entry.metrics.AddEval(e);
     }
@@ -88,6 +95,7 @@ absl::Status Coordinator::Restore() {
                     entry.awaiting_reconnect.size());
     }
   }
+  EnforceRetention(now);
   return absl::OkStatus();
 }
 

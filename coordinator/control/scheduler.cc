@@ -18,19 +18,17 @@ using coordinator_internal::UnixMs;
 void Coordinator::Schedule() {
   if (shut_down_) return;
   const absl::Time now = absl::Now();
+  // In submission order (active_ is keyed by it); copied, as starting or
+  // failing a job changes active_.
   std::vector<JobEntry*> pending;
-  for (auto& [id, entry] : jobs_) {
-    if (entry.job.state() != v1::JOB_STATE_PENDING) continue;
+  for (auto& [seq, entry] : active_) {
+    if (entry->job.state() != v1::JOB_STATE_PENDING) continue;
     // A restart first waits for the failed attempt's live workers.
-    if (!entry.awaiting_release.empty() && now < entry.restart_deadline) {
+    if (!entry->awaiting_release.empty() && now < entry->restart_deadline) {
       continue;
     }
-    pending.push_back(&entry);
+    pending.push_back(entry);
   }
-  std::sort(pending.begin(), pending.end(),
-            [](const JobEntry* a, const JobEntry* b) {
-              return a->queue_seq < b->queue_seq;
-            });
   std::vector<WorkerEntry*> idle;
   for (auto& [id, w] : workers_) {
     if (w.info.state() == v1::WORKER_STATE_IDLE && w.job_id.empty()) {
@@ -79,12 +77,12 @@ std::vector<std::string> OfferedGpus(const v1::WorkerInfo& w) {
 
 TakenGpus Coordinator::GpusInUse() const {
   TakenGpus taken;
-  for (const auto& [id, entry] : jobs_) {
-    const v1::JobState state = entry.job.state();
+  for (const auto& [seq, entry] : active_) {
+    const v1::JobState state = entry->job.state();
     if (state != v1::JOB_STATE_RENDEZVOUS && state != v1::JOB_STATE_RUNNING) {
       continue;
     }
-    for (const v1::RankAssignment& r : entry.job.ranks()) {
+    for (const v1::RankAssignment& r : entry->job.ranks()) {
       if (!r.gpu().empty()) taken.insert({r.host(), r.gpu()});
     }
   }
@@ -185,13 +183,8 @@ bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
     w.job_id = job.id();
     w.attempt = job.attempt();
     w.rank = rank;
-    if (job_store_ != nullptr) {
-      if (absl::Status s = job_store_->SaveWorkerKey(w.info.worker_id(), w.key);
-          !s.ok()) {
-        absl::FPrintF(stderr, "coordinator: cannot persist a worker key: %s\n",
-                      s.ToString());
-      }
-    }
+    if (persister_ != nullptr)
+      persister_->SaveWorkerKey(w.info.worker_id(), w.key);
     w.info.set_state(v1::WORKER_STATE_STARTING);
     w.info.set_job_id(job.id());
     w.info.set_rank(rank);

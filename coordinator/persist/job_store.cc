@@ -65,7 +65,7 @@ void BindText(sqlite3_stmt* s, int i, const std::string& v) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(
-    const std::string& state_dir) {
+    const std::string& state_dir, const SqliteOptions& options) {
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
   if (ec) {
@@ -80,13 +80,15 @@ absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(
     sqlite3_close(db);
     return s;
   }
-  sqlite3_busy_timeout(db, 5000);
+  sqlite3_busy_timeout(db, options.busy_timeout_ms);
   // It holds worker keys: owner only.
   chmod(path.c_str(), 0600);
   std::unique_ptr<SqliteJobStore> store(new SqliteJobStore(db));
   absl::MutexLock lock(&store->mu_);
+  const std::string journal =
+      absl::StrCat("PRAGMA journal_mode=", options.journal_mode, ";");
   for (const char* sql :
-       {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=NORMAL;", kSchema}) {
+       {journal.c_str(), "PRAGMA synchronous=NORMAL;", kSchema}) {
     if (absl::Status s = store->Exec(sql); !s.ok()) return s;
   }
   return store;
@@ -107,39 +109,46 @@ absl::Status SqliteJobStore::Exec(const char* sql) {
   return absl::OkStatus();
 }
 
+absl::Status SqliteJobStore::InTransaction(
+    const std::function<absl::Status()>& body) {
+  // A transaction left open by a failure this code did not foresee would
+  // make every later BEGIN fail: end it first.
+  if (sqlite3_get_autocommit(db_) == 0) Exec("ROLLBACK;").IgnoreError();
+  if (absl::Status s = Exec("BEGIN;"); !s.ok()) return s;
+  absl::Status s = body();
+  if (s.ok()) s = Exec("COMMIT;");
+  if (!s.ok() && sqlite3_get_autocommit(db_) == 0) {
+    Exec("ROLLBACK;").IgnoreError();
+  }
+  return s;
+}
+
 absl::Status SqliteJobStore::Save(const v1::Job& job) {
   std::string blob;
   if (!job.SerializeToString(&blob)) {
     return absl::InternalError("cannot serialize job " + job.id());
   }
   absl::MutexLock lock(&mu_);
-  if (absl::Status s = Exec("BEGIN;"); !s.ok()) return s;
-  auto rollback = [this](absl::Status s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    Exec("ROLLBACK;").IgnoreError();
-    return s;
-  };
-  {
-    Statement st(db_,
-                 "INSERT OR REPLACE INTO jobs (id, name, state, "
-                 "created_unix_ms, updated_unix_ms, record) "
-                 "VALUES (?, ?, ?, ?, ?, ?);");
-    if (!st.ok()) return rollback(SqliteError(db_, "prepare jobs"));
-    BindText(st.get(), 1, job.id());
-    BindText(st.get(), 2, job.spec().name());
-    BindText(st.get(), 3, v1::JobState_Name(job.state()));
-    sqlite3_bind_int64(st.get(), 4, job.created_unix_ms());
-    sqlite3_bind_int64(st.get(), 5, job.updated_unix_ms());
-    sqlite3_bind_blob(st.get(), 6, blob.data(), static_cast<int>(blob.size()),
-                      SQLITE_TRANSIENT);
-    if (sqlite3_step(st.get()) != SQLITE_DONE) {
-      return rollback(SqliteError(db_, "save job " + job.id()));
+  return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    Statement record(db_,
+                     "INSERT OR REPLACE INTO jobs (id, name, state, "
+                     "created_unix_ms, updated_unix_ms, record) "
+                     "VALUES (?, ?, ?, ?, ?, ?);");
+    if (!record.ok()) return SqliteError(db_, "prepare jobs");
+    BindText(record.get(), 1, job.id());
+    BindText(record.get(), 2, job.spec().name());
+    BindText(record.get(), 3, v1::JobState_Name(job.state()));
+    sqlite3_bind_int64(record.get(), 4, job.created_unix_ms());
+    sqlite3_bind_int64(record.get(), 5, job.updated_unix_ms());
+    sqlite3_bind_blob(record.get(), 6, blob.data(),
+                      static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+    if (sqlite3_step(record.get()) != SQLITE_DONE) {
+      return SqliteError(db_, "save job " + job.id());
     }
-  }
-  {
     Statement st(db_,
                  "INSERT OR IGNORE INTO transitions (job_id, seq, from_state, "
                  "to_state, reason, time_unix_ms) VALUES (?, ?, ?, ?, ?, ?);");
-    if (!st.ok()) return rollback(SqliteError(db_, "prepare transitions"));
+    if (!st.ok()) return SqliteError(db_, "prepare transitions");
     for (int i = 0; i < job.transitions_size(); ++i) {
       const v1::Transition& t = job.transitions(i);
       sqlite3_reset(st.get());
@@ -150,11 +159,27 @@ absl::Status SqliteJobStore::Save(const v1::Job& job) {
       BindText(st.get(), 5, t.reason());
       sqlite3_bind_int64(st.get(), 6, t.time_unix_ms());
       if (sqlite3_step(st.get()) != SQLITE_DONE) {
-        return rollback(SqliteError(db_, "save transition of " + job.id()));
+        return SqliteError(db_, "save transition of " + job.id());
       }
     }
-  }
-  return Exec("COMMIT;");
+    return absl::OkStatus();
+  });
+}
+
+absl::Status SqliteJobStore::Delete(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const char* sql : {"DELETE FROM jobs WHERE id = ?;",
+                            "DELETE FROM transitions WHERE job_id = ?;"}) {
+      Statement st(db_, sql);
+      if (!st.ok()) return SqliteError(db_, "prepare delete");
+      BindText(st.get(), 1, job_id);
+      if (sqlite3_step(st.get()) != SQLITE_DONE) {
+        return SqliteError(db_, "delete job " + job_id);
+      }
+    }
+    return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<std::vector<v1::Job>> SqliteJobStore::LoadAll() {

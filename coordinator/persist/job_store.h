@@ -6,6 +6,7 @@
 // SqliteJobStore is thread-safe (one connection behind a mutex).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,8 +26,11 @@ class JobStore {
  public:
   virtual ~JobStore() = default;
   // Inserts or replaces the job record and appends transitions not yet
-  // stored.
+  // stored. All or nothing: a failed save leaves the store as it was and
+  // the next save works.
   virtual absl::Status Save(const v1::Job& job) = 0;
+  // Removes a job's record and transitions (OK if there are none).
+  virtual absl::Status Delete(const std::string& job_id) = 0;
   // Every stored job, oldest first.
   virtual absl::StatusOr<std::vector<v1::Job>> LoadAll() = 0;
   // The keys of workers assigned to jobs, so that after a restart the
@@ -37,14 +41,22 @@ class JobStore {
   LoadWorkerKeys() = 0;
 };
 
+struct SqliteOptions {
+  // WAL unless a file system cannot do it (then SQLite keeps DELETE, where
+  // a reader can make COMMIT fail with SQLITE_BUSY; tests ask for it).
+  std::string journal_mode = "WAL";
+  int busy_timeout_ms = 5000;
+};
+
 class SqliteJobStore : public JobStore {
  public:
   // Creates `state_dir` and the database if needed.
   static absl::StatusOr<std::unique_ptr<SqliteJobStore>> Open(
-      const std::string& state_dir);
+      const std::string& state_dir, const SqliteOptions& options = {});
   ~SqliteJobStore() override;
 
   absl::Status Save(const v1::Job& job) override;
+  absl::Status Delete(const std::string& job_id) override;
   absl::StatusOr<std::vector<v1::Job>> LoadAll() override;
   absl::Status SaveWorkerKey(const std::string& worker_id,
                              const std::string& key) override;
@@ -53,6 +65,11 @@ class SqliteJobStore : public JobStore {
  private:
   explicit SqliteJobStore(sqlite3* db) : db_(db) {}
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `body` in a transaction: COMMIT when it returns OK, else (or when
+  // COMMIT itself fails, e.g. SQLITE_BUSY, which leaves the transaction
+  // open) ROLLBACK, so no failure leaves one open for the next call.
+  absl::Status InTransaction(const std::function<absl::Status()>& body)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);

@@ -10,12 +10,14 @@
 #include <fstream>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "coordinator/store/durable_file.h"
 #include "coordinator/wire/pread_full.h"
 
 namespace gradsync {
@@ -24,6 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kIndex[] = "index.tsv";
+constexpr char kPins[] = "pins.tsv";
 constexpr char kTmpPrefix[] = "upload-";
 
 bool IsHexSha256(absl::string_view s) {
@@ -35,9 +38,12 @@ bool IsHexSha256(absl::string_view s) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(
-    const std::string& dir, SnapshotRetention retention) {
+    const std::string& dir, SnapshotRetention retention, int max_uploads) {
   if (retention.keep_last < 1) {
     return absl::InvalidArgumentError("snapshot retention: keep_last >= 1");
+  }
+  if (max_uploads < 1) {
+    return absl::InvalidArgumentError("snapshot store: max_uploads >= 1");
   }
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -45,7 +51,8 @@ absl::StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot create snapshot directory ", dir, ": ", ec.message()));
   }
-  std::unique_ptr<SnapshotStore> store(new SnapshotStore(dir, retention));
+  std::unique_ptr<SnapshotStore> store(
+      new SnapshotStore(dir, retention, max_uploads));
   // Uploads that were in flight when the process stopped.
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     if (e.path().filename().string().rfind(kTmpPrefix, 0) == 0) {
@@ -53,7 +60,13 @@ absl::StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(
     }
   }
   absl::MutexLock lock(&store->mu_);
-  if (absl::Status s = store->LoadIndex(); !s.ok()) return s;
+  store->LoadIndex();
+  store->LoadPins();
+  for (auto it = store->pins_.begin(); it != store->pins_.end();) {
+    it = absl::StartsWith(it->first, kTransientOwnerPrefix)
+             ? store->pins_.erase(it)
+             : std::next(it);
+  }
   return store;
 }
 
@@ -61,23 +74,26 @@ std::string SnapshotStore::PathOf(const SnapshotInfo& info) const {
   return absl::StrCat(dir_, "/", info.sha256, ".pt");
 }
 
-absl::Status SnapshotStore::LoadIndex() {
-  std::ifstream in(absl::StrCat(dir_, "/", kIndex));
-  if (!in) return absl::OkStatus();  // a new store
+void SnapshotStore::LoadIndex() {
+  const std::string path = absl::StrCat(dir_, "/", kIndex);
+  std::ifstream in(path);
+  if (!in) return;  // a new store
   std::string line;
   int line_no = 0;
   while (std::getline(in, line)) {
     ++line_no;
     std::vector<std::string> f = absl::StrSplit(line, '\t');
     SnapshotInfo info;
-    if (f.size() != 7 || !absl::SimpleAtoi(f[1], &info.step) ||
-        !absl::SimpleAtoi(f[2], &info.epoch) ||
+    if (f.size() != 7 || f[0].empty() || !absl::SimpleAtoi(f[1], &info.step) ||
+        info.step < 0 || !absl::SimpleAtoi(f[2], &info.epoch) ||
         !absl::SimpleAtod(f[3], &info.accuracy) ||
         !absl::SimpleAtoi(f[4], &info.size) || !IsHexSha256(f[5]) ||
         !absl::SimpleAtoi(f[6], &info.created_unix_ms)) {
-      return absl::DataLossError(absl::StrCat("snapshot index ", dir_, "/",
-                                              kIndex, " line ", line_no,
-                                              " is corrupt: ", line));
+      std::fprintf(stderr,
+                   "coordinator: snapshot index %s line %d is malformed; "
+                   "skipped: %s\n",
+                   path.c_str(), line_no, line.c_str());
+      continue;
     }
     info.job_id = f[0];
     info.sha256 = f[5];
@@ -91,27 +107,67 @@ absl::Status SnapshotStore::LoadIndex() {
     }
     index_.push_back(std::move(info));
   }
-  return absl::OkStatus();
 }
 
-absl::Status SnapshotStore::WriteIndex() {
-  const std::string path = absl::StrCat(dir_, "/", kIndex);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    for (const SnapshotInfo& i : index_) {
-      out << i.job_id << '\t' << i.step << '\t' << i.epoch << '\t'
-          << absl::StrFormat("%.17g", i.accuracy) << '\t' << i.size << '\t'
-          << i.sha256 << '\t' << i.created_unix_ms << '\n';
-    }
-    if (!out.flush()) {
-      return absl::InternalError(absl::StrCat("cannot write ", tmp));
+void SnapshotStore::LoadPins() {
+  const std::string path = absl::StrCat(dir_, "/", kPins);
+  std::ifstream in(path);
+  if (!in) return;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    std::vector<std::string> f = absl::StrSplit(line, '\t');
+    PinTarget pin;
+    if (f.size() == 4 && f[0] == "pin" && !f[1].empty() && !f[2].empty() &&
+        absl::SimpleAtoi(f[3], &pin.step)) {
+      pin.job_id = f[2];
+      pins_[f[1]] = std::move(pin);
+    } else if (f.size() == 2 && f[0] == "deleted" && !f[1].empty()) {
+      deleted_jobs_.insert(f[1]);
+    } else {
+      std::fprintf(stderr,
+                   "coordinator: snapshot pins %s line %d is malformed; "
+                   "skipped: %s\n",
+                   path.c_str(), line_no, line.c_str());
     }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot replace ", path));
+}
+
+void SnapshotStore::WriteState() {
+  std::string index;
+  for (const SnapshotInfo& i : index_) {
+    absl::StrAppend(&index, i.job_id, "\t", i.step, "\t", i.epoch, "\t",
+                    absl::StrFormat("%.17g", i.accuracy), "\t", i.size, "\t",
+                    i.sha256, "\t", i.created_unix_ms, "\n");
   }
-  return absl::OkStatus();
+  std::string pins;
+  for (const auto& [owner, pin] : pins_) {
+    absl::StrAppend(&pins, "pin\t", owner, "\t", pin.job_id, "\t", pin.step,
+                    "\n");
+  }
+  // A deleted job matters only while a pin keeps some of its snapshots.
+  for (auto it = deleted_jobs_.begin(); it != deleted_jobs_.end();) {
+    const bool kept =
+        std::any_of(index_.begin(), index_.end(),
+                    [&](const SnapshotInfo& i) { return i.job_id == *it; });
+    if (!kept) {
+      it = deleted_jobs_.erase(it);
+      continue;
+    }
+    absl::StrAppend(&pins, "deleted\t", *it, "\n");
+    ++it;
+  }
+  for (const auto& [name, content] :
+       {std::pair<const char*, const std::string&>{kIndex, index},
+        std::pair<const char*, const std::string&>{kPins, pins}}) {
+    if (absl::Status s =
+            ReplaceFileDurably(absl::StrCat(dir_, "/", name), content, 0600);
+        !s.ok()) {
+      std::fprintf(stderr, "coordinator: snapshot store: %s\n",
+                   std::string(s.message()).c_str());
+    }
+  }
 }
 
 absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> SnapshotStore::Begin(
@@ -137,12 +193,20 @@ absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> SnapshotStore::Begin(
   int64_t n = 0;
   {
     absl::MutexLock lock(&mu_);
+    if (uploads_ >= max_uploads_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "snapshot upload: ", uploads_,
+          " uploads are in progress, the most this coordinator takes at "
+          "once; try again later"));
+    }
+    ++uploads_;
     n = next_upload_++;
   }
   const std::string tmp = absl::StrCat(dir_, "/", kTmpPrefix, getpid(), "-", n);
-  const int fd =
-      open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int fd = open(
+      tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
+    EndUpload();
     return absl::InternalError(absl::StrCat("cannot create ", tmp));
   }
   return std::unique_ptr<Upload>(
@@ -151,6 +215,12 @@ absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> SnapshotStore::Begin(
 
 SnapshotStore::Upload::~Upload() {
   if (!done_) Discard();
+  store_->EndUpload();
+}
+
+void SnapshotStore::EndUpload() {
+  absl::MutexLock lock(&mu_);
+  --uploads_;
 }
 
 void SnapshotStore::Upload::Discard() {
@@ -225,6 +295,13 @@ absl::StatusOr<SnapshotInfo> SnapshotStore::Publish(
     return absl::InternalError(
         absl::StrCat("cannot move the upload to ", path));
   }
+  SyncDirectory(dir_);
+  // A re-upload of (job, step) replaces the entry, and its file unless the
+  // content is the same.
+  RemoveEntries([&](const SnapshotInfo& i) {
+    return i.job_id == info.job_id && i.step == info.step &&
+           i.sha256 != info.sha256;
+  });
   index_.erase(std::remove_if(index_.begin(), index_.end(),
                               [&](const SnapshotInfo& i) {
                                 return i.job_id == info.job_id &&
@@ -232,40 +309,28 @@ absl::StatusOr<SnapshotInfo> SnapshotStore::Publish(
                               }),
                index_.end());
   index_.push_back(info);
-  Prune(info.job_id, retention);
-  if (absl::Status s = WriteIndex(); !s.ok()) return s;
+  retention_of_[info.job_id] = retention;
+  deleted_jobs_.erase(info.job_id);
+  Prune(info.job_id);
+  // The job has a snapshot of its own: what it started from is free.
+  UnpinLocked(info.job_id);
+  WriteState();
   return info;
 }
 
-void SnapshotStore::Prune(const std::string& job_id,
-                          const SnapshotRetention& retention) {
-  std::vector<const SnapshotInfo*> mine;
-  for (const SnapshotInfo& i : index_) {
-    if (i.job_id == job_id) mine.push_back(&i);
+bool SnapshotStore::Pinned(const SnapshotInfo& info) const {
+  for (const auto& [owner, pin] : pins_) {
+    if (pin.job_id == info.job_id && pin.step == info.step) return true;
   }
-  std::sort(mine.begin(), mine.end(),
-            [](const SnapshotInfo* a, const SnapshotInfo* b) {
-              return a->step > b->step;
-            });
-  std::set<std::pair<std::string, int64_t>> keep;
-  for (size_t i = 0;
-       i < mine.size() && i < static_cast<size_t>(retention.keep_last); ++i) {
-    keep.insert({job_id, mine[i]->step});
-  }
-  const SnapshotInfo* best = nullptr;
-  for (const SnapshotInfo* i : mine) {
-    if (i->accuracy >= 0 && (best == nullptr || i->accuracy > best->accuracy)) {
-      best = i;
-    }
-  }
-  if (retention.keep_best && best != nullptr) {
-    keep.insert({job_id, best->step});
-  }
+  return false;
+}
+
+void SnapshotStore::RemoveEntries(
+    const std::function<bool(const SnapshotInfo&)>& drop) {
   std::vector<SnapshotInfo> dropped;
   std::vector<SnapshotInfo> kept;
   for (SnapshotInfo& i : index_) {
-    (i.job_id != job_id || keep.count({i.job_id, i.step}) > 0 ? kept : dropped)
-        .push_back(std::move(i));
+    (drop(i) ? dropped : kept).push_back(std::move(i));
   }
   index_ = std::move(kept);
   for (const SnapshotInfo& d : dropped) {
@@ -274,6 +339,85 @@ void SnapshotStore::Prune(const std::string& job_id,
         [&](const SnapshotInfo& i) { return i.sha256 == d.sha256; });
     if (!referenced) std::remove(PathOf(d).c_str());
   }
+}
+
+void SnapshotStore::Prune(const std::string& job_id) {
+  std::set<int64_t> keep;
+  if (deleted_jobs_.count(job_id) == 0) {
+    auto r = retention_of_.find(job_id);
+    const SnapshotRetention& retention =
+        r == retention_of_.end() ? retention_ : r->second;
+    std::vector<const SnapshotInfo*> mine;
+    for (const SnapshotInfo& i : index_) {
+      if (i.job_id == job_id) mine.push_back(&i);
+    }
+    std::sort(mine.begin(), mine.end(),
+              [](const SnapshotInfo* a, const SnapshotInfo* b) {
+                return a->step > b->step;
+              });
+    for (size_t i = 0; i < mine.size() && i < static_cast<size_t>(std::max(
+                                                  1, retention.keep_last));
+         ++i) {
+      keep.insert(mine[i]->step);
+    }
+    const SnapshotInfo* best = nullptr;
+    for (const SnapshotInfo* i : mine) {
+      if (i->accuracy >= 0 &&
+          (best == nullptr || i->accuracy > best->accuracy)) {
+        best = i;
+      }
+    }
+    if (retention.keep_best && best != nullptr) keep.insert(best->step);
+  }
+  RemoveEntries([&](const SnapshotInfo& i) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return i.job_id == job_id && keep.count(i.step) == 0 && !Pinned(i);
+  });
+}
+
+absl::StatusOr<SnapshotInfo> SnapshotStore::Pin(const std::string& owner,
+                                                const std::string& job_id,
+                                                int64_t step) {
+  absl::StatusOr<SnapshotInfo> info = Find(job_id, step);
+  if (!info.ok()) return info.status();
+  absl::MutexLock lock(&mu_);
+  // Find() let go of the lock: the snapshot must still be there.
+  const bool present =
+      std::any_of(index_.begin(), index_.end(), [&](const SnapshotInfo& i) {
+        return i.job_id == job_id && i.step == info->step;
+      });
+  if (!present) {
+    return absl::NotFoundError(
+        absl::StrCat("job ", job_id, "'s snapshot of step ", info->step,
+                     " was just removed by retention; pick another"));
+  }
+  UnpinLocked(owner);
+  pins_[owner] = PinTarget{job_id, info->step};
+  WriteState();
+  return info;
+}
+
+void SnapshotStore::Unpin(const std::string& owner) {
+  absl::MutexLock lock(&mu_);
+  if (pins_.count(owner) == 0) return;
+  UnpinLocked(owner);
+  WriteState();
+}
+
+void SnapshotStore::UnpinLocked(const std::string& owner) {
+  auto it = pins_.find(owner);
+  if (it == pins_.end()) return;
+  const std::string job_id = it->second.job_id;
+  pins_.erase(it);
+  Prune(job_id);
+}
+
+void SnapshotStore::DropJob(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  deleted_jobs_.insert(job_id);
+  retention_of_.erase(job_id);
+  UnpinLocked(job_id);
+  Prune(job_id);
+  WriteState();
 }
 
 std::vector<SnapshotInfo> SnapshotStore::List(const std::string& job_id) {

@@ -2,8 +2,10 @@
 // hosts need no shared file system for checkpoints.
 //
 // Files are content-addressed under <dir>: <sha256>.pt holds a checkpoint's
-// bytes (worker/model/checkpoint.h's format), and index.tsv lists which job's
-// step each one is, rewritten atomically. An upload streams into a temporary
+// bytes (worker/model/checkpoint.h's format), index.tsv lists which job's
+// step each one is, and pins.tsv the pins and deleted jobs (below); both are
+// rewritten atomically and fsynced. A malformed line is reported and
+// skipped, never fatal. An upload streams into a temporary
 // file in order; Commit() checks its size and SHA-256 against what the uploader
 // declared and only then renames it into place and indexes it, so a
 // half-sent or corrupted upload never becomes visible, and an abandoned one
@@ -12,14 +14,20 @@
 //
 // Retention per job: the newest `keep_last` snapshots and the one with the
 // best evaluation accuracy; older ones are dropped at each commit (a file
-// goes when no index entry names it any more).
+// goes when no index entry names it any more). A snapshot that another job
+// starts from (--resume-snapshot) is pinned by that job and survives
+// retention, and its own job's deletion, until the pinning job has a
+// snapshot of its own or is deleted. Re-uploading a (job, step) replaces
+// the entry and its file. At most `max_uploads` uploads run at once.
 //
 // Thread-safe: one mutex guards the index; uploads run concurrently.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,7 +60,7 @@ class SnapshotStore {
   // Creates `dir` if needed and loads its index; index entries whose file is
   // missing are dropped (reported on stderr), stray temporary files removed.
   static absl::StatusOr<std::unique_ptr<SnapshotStore>> Open(
-      const std::string& dir, SnapshotRetention retention);
+      const std::string& dir, SnapshotRetention retention, int max_uploads = 4);
 
   // One upload in progress. Not thread-safe itself; destroying it before
   // Commit() discards it.
@@ -91,7 +99,8 @@ class SnapshotStore {
   // Starts an upload of `info.size` bytes for (job, step), whose commit
   // prunes the job under `retention` (default: the store's);
   // `info.sha256` and `created_unix_ms` are ignored. INVALID_ARGUMENT for
-  // an empty job id, a negative step or a size outside (0, max_bytes].
+  // an empty job id, a negative step or a size outside (0, max_bytes];
+  // RESOURCE_EXHAUSTED while `max_uploads` are in progress.
   absl::StatusOr<std::unique_ptr<Upload>> Begin(SnapshotInfo info,
                                                 int64_t max_bytes);
   absl::StatusOr<std::unique_ptr<Upload>> Begin(SnapshotInfo info,
@@ -115,26 +124,64 @@ class SnapshotStore {
       const std::function<bool(int64_t offset, absl::string_view data)>& chunk);
   // All its bytes at once, checked the same way.
   absl::StatusOr<std::string> Read(const SnapshotInfo& info);
+  // Owners whose name starts so hold a pin only while a call is in
+  // progress; Open() drops those an earlier process left.
+  static constexpr char kTransientOwnerPrefix[] = "submitting/";
+  // Pins `job_id`'s snapshot of `step` (the newest when step < 0) for
+  // `owner` (a job that starts from it), replacing the owner's pin;
+  // NOT_FOUND as Find(). The pin holds until Unpin(owner), DropJob(owner)
+  // or the owner's first own snapshot.
+  absl::StatusOr<SnapshotInfo> Pin(const std::string& owner,
+                                   const std::string& job_id, int64_t step);
+  void Unpin(const std::string& owner);
+  // A job was deleted: its snapshots go (but those pinned by other jobs,
+  // until unpinned) and so do its own pins.
+  void DropJob(const std::string& job_id);
   // Path of a snapshot's file (for tests and diagnostics).
   std::string PathOf(const SnapshotInfo& info) const;
 
  private:
-  SnapshotStore(std::string dir, SnapshotRetention retention)
-      : dir_(std::move(dir)), retention_(retention) {}
-  absl::Status LoadIndex() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status WriteIndex() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Applies the retention policy to `job_id`, deleting unreferenced files.
-  void Prune(const std::string& job_id, const SnapshotRetention& retention)
+  struct PinTarget {
+    std::string job_id;
+    int64_t step = 0;
+  };
+
+  SnapshotStore(std::string dir, SnapshotRetention retention, int max_uploads)
+      : dir_(std::move(dir)),
+        retention_(retention),
+        max_uploads_(max_uploads) {}
+  void LoadIndex() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LoadPins() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Both files; errors are logged (the in-memory state stays right, and the
+  // next write tries again).
+  void WriteState() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Pinned(const SnapshotInfo& info) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies the retention policy to `job_id` (none at all once the job is
+  // deleted); pinned snapshots stay.
+  void Prune(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes the entries `drop` says to, deleting files no entry names.
+  void RemoveEntries(const std::function<bool(const SnapshotInfo&)>& drop)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops `owner`'s pin and prunes the job it held.
+  void UnpinLocked(const std::string& owner) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EndUpload();
   absl::StatusOr<SnapshotInfo> Publish(SnapshotInfo info,
                                        const std::string& tmp_path,
                                        const SnapshotRetention& retention);
 
   const std::string dir_;
   const SnapshotRetention retention_;
+  const int max_uploads_;
   absl::Mutex mu_;
   std::vector<SnapshotInfo> index_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, PinTarget> pins_ ABSL_GUARDED_BY(mu_);  // by owner
+  std::set<std::string> deleted_jobs_ ABSL_GUARDED_BY(mu_);
+  // Each job's retention as its last upload asked (in memory; the store's
+  // default after a restart).
+  std::map<std::string, SnapshotRetention> retention_of_ ABSL_GUARDED_BY(mu_);
   int64_t next_upload_ ABSL_GUARDED_BY(mu_) = 0;
+  int uploads_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace gradsync

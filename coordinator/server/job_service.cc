@@ -14,13 +14,27 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* context,
     return s;
   }
   v1::JobSpec spec = request->spec();
-  if (absl::Status s = PinResumeSnapshot(&spec); !s.ok()) {
+  // The snapshot a job resumes from is pinned before the job exists (so
+  // retention cannot take it meanwhile), then under the job's own id.
+  const std::string submitting = absl::StrCat(
+      SnapshotStore::kTransientOwnerPrefix, next_submission_.fetch_add(1));
+  if (absl::Status s = PinResumeSnapshot(submitting, &spec); !s.ok()) {
     return ToGrpcStatus(s);
   }
-  return Reply(coordinator_->SubmitJob(std::move(spec)), response);
+  absl::StatusOr<v1::Job> job = coordinator_->SubmitJob(spec);
+  const v1::CheckpointSpec& c = spec.checkpoint();
+  if (job.ok() && !c.resume_snapshot_job().empty()) {
+    // Cannot fail: the submission's pin kept the snapshot.
+    snapshots_
+        ->Pin(job->id(), c.resume_snapshot_job(), c.resume_snapshot_step())
+        .IgnoreError();
+  }
+  snapshots_->Unpin(submitting);
+  return Reply(std::move(job), response);
 }
 
-absl::Status JobServiceImpl::PinResumeSnapshot(v1::JobSpec* spec) {
+absl::Status JobServiceImpl::PinResumeSnapshot(const std::string& owner,
+                                               v1::JobSpec* spec) {
   v1::CheckpointSpec* c = spec->mutable_checkpoint();
   if (c->resume_snapshot_job().empty()) {
     if (c->resume_snapshot_step() != 0) {
@@ -46,8 +60,8 @@ absl::Status JobServiceImpl::PinResumeSnapshot(v1::JobSpec* spec) {
       !from.ok()) {
     return from.status();
   }
-  absl::StatusOr<SnapshotInfo> info = snapshots_->Find(
-      c->resume_snapshot_job(),
+  absl::StatusOr<SnapshotInfo> info = snapshots_->Pin(
+      owner, c->resume_snapshot_job(),
       c->resume_snapshot_step() == 0 ? -1 : c->resume_snapshot_step());
   if (!info.ok()) return info.status();
   c->set_resume_snapshot_step(info->step);  // "latest" means now
@@ -69,14 +83,21 @@ grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* context,
   if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
     return s;
   }
-  if (request->limit() < 0) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "limit must be >= 0");
-  }
-  for (v1::Job& job : coordinator_->ListJobs(request->limit())) {
-    *response->add_jobs() = std::move(job);
-  }
+  absl::StatusOr<Coordinator::JobPage> page =
+      coordinator_->ListJobs(request->page_size(), request->page_token());
+  if (!page.ok()) return ToGrpcStatus(page.status());
+  for (v1::Job& job : page->jobs) *response->add_jobs() = std::move(job);
+  response->set_next_page_token(page->next_page_token);
   return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::DeleteJob(grpc::ServerContext* context,
+                                       const v1::DeleteJobRequest* request,
+                                       v1::DeleteJobResponse*) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
+  return ToGrpcStatus(coordinator_->DeleteJob(request->job_id()));
 }
 
 grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* context,

@@ -3,6 +3,8 @@
 // Coordinator must outlive it.
 #pragma once
 
+#include <atomic>
+
 #include "coordinator/control/coordinator.h"
 #include "coordinator/persist/snapshot_store.h"
 #include "coordinator/server/auth.h"
@@ -33,6 +35,9 @@ class JobServiceImpl final : public v1::JobService::Service {
   grpc::Status ListJobs(grpc::ServerContext* context,
                         const v1::ListJobsRequest* request,
                         v1::ListJobsResponse* response) override;
+  grpc::Status DeleteJob(grpc::ServerContext* context,
+                         const v1::DeleteJobRequest* request,
+                         v1::DeleteJobResponse* response) override;
   grpc::Status CancelJob(grpc::ServerContext* context,
                          const v1::CancelJobRequest* request,
                          v1::Job* response) override;
@@ -51,13 +56,15 @@ class JobServiceImpl final : public v1::JobService::Service {
 
  private:
   // A spec that starts from another job's snapshot: checks that the job and
-  // snapshot exist (NOT_FOUND) and fixes "latest" to its step.
-  absl::Status PinResumeSnapshot(v1::JobSpec* spec);
+  // snapshot exist (NOT_FOUND), fixes "latest" to its step and pins the
+  // snapshot for `owner`.
+  absl::Status PinResumeSnapshot(const std::string& owner, v1::JobSpec* spec);
 
   Coordinator* const coordinator_;
   const Authenticator* const auth_;
   SnapshotStore* const snapshots_;
   CallGate* const waiting_;
+  std::atomic<int64_t> next_submission_{0};
 };
 
 }  // namespace gradsync

@@ -44,6 +44,16 @@ int main(int argc, char** argv) {
                  "jobs pending or running at once; more are refused")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--keep-finished-jobs", options.coordinator.max_finished_jobs,
+                 "finished jobs kept (record, events, snapshots); the oldest "
+                 "beyond this are deleted")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  double keep_finished_days = 30;
+  app.add_option("--keep-finished-for", keep_finished_days,
+                 "days a finished job is kept before it is deleted")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--max-workers", options.coordinator.max_workers,
                  "registered live workers; more are refused")
       ->check(CLI::PositiveNumber)
@@ -130,6 +140,7 @@ int main(int argc, char** argv) {
   options.coordinator.port_range_last = last;
   options.coordinator.heartbeat_timeout = absl::Seconds(heartbeat_timeout_s);
   options.coordinator.heartbeat_interval = absl::Seconds(heartbeat_interval_s);
+  options.coordinator.finished_job_ttl = absl::Hours(24 * keep_finished_days);
 
   // Before gRPC starts its threads, so that they inherit the mask.
   gradsync::BlockStopSignals();

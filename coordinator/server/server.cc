@@ -46,6 +46,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       SnapshotStore::Open(snapshot_dir, SnapshotRetention());
   if (!snapshots.ok()) return snapshots.status();
   s->snapshots_ = std::move(*snapshots);
+  // A deleted job's snapshots go with it.
+  options.coordinator.on_job_deleted =
+      [snapshots = s->snapshots_.get()](const std::string& job_id) {
+        snapshots->DropJob(job_id);
+      };
   absl::StatusOr<std::unique_ptr<Coordinator>> coordinator =
       Coordinator::Create(options.coordinator, std::move(store));
   if (!coordinator.ok()) return coordinator.status();

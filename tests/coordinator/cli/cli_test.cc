@@ -62,6 +62,30 @@ TEST_F(CliTest, SubmitStatusListCancel) {
   EXPECT_NE(r.out.find("CANCELLED"), std::string::npos) << r.out;
 }
 
+TEST_F(CliTest, ListPagesAndDeleteForgetsAFinishedJob) {
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(Run([&](cli::Cli& c) { return c.Submit(Flags(2), false); }).code,
+              0);
+  }
+  CliRun r = Run([](cli::Cli& c) { return c.List(2); });
+  EXPECT_NE(r.out.find("job-000003"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("job-000001"), std::string::npos) << r.out;
+  r = Run([](cli::Cli& c) { return c.Delete("job-000001"); });
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("FAILED_PRECONDITION"), std::string::npos) << r.err;
+  ASSERT_EQ(Run([](cli::Cli& c) { return c.Cancel("job-000001", ""); }).code,
+            0);
+  r = Run([](cli::Cli& c) { return c.Delete("job-000001"); });
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "job-000001 deleted\n");
+  r = Run([](cli::Cli& c) { return c.List(0); });
+  EXPECT_EQ(r.out.find("job-000001"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("job-000002"), std::string::npos) << r.out;
+  r = Run([](cli::Cli& c) { return c.Delete("job-000001"); });
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("NOT_FOUND"), std::string::npos) << r.err;
+}
+
 TEST_F(CliTest, BadInputPrintsTheMessageAndFails) {
   cli::JobFlags f = Flags(2);
   f.batch_size = 0;

@@ -1,6 +1,7 @@
 #include "coordinator/persist/job_store.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <filesystem>
 
@@ -46,6 +47,64 @@ TEST(SqliteJobStoreTest, SavedJobsSurviveReopen) {
 TEST(SqliteJobStoreTest, UnwritableDirectoryIsAnError) {
   auto store = SqliteJobStore::Open("/proc/gradsync-cannot-exist");
   EXPECT_FALSE(store.ok());
+}
+
+v1::Job Job(const std::string& id) {
+  v1::Job job;
+  job.set_id(id);
+  job.set_state(v1::JOB_STATE_PENDING);
+  job.add_transitions()->set_reason("submitted");
+  return job;
+}
+
+std::vector<std::string> Ids(JobStore& store) {
+  auto jobs = store.LoadAll();
+  EXPECT_TRUE(jobs.ok()) << jobs.status();
+  std::vector<std::string> ids;
+  for (const v1::Job& j : *jobs) ids.push_back(j.id());
+  return ids;
+}
+
+// Where WAL is unavailable (some network and container file systems), a
+// reader makes COMMIT fail with SQLITE_BUSY and leaves the transaction
+// open; the store must roll it back so that the next save works.
+TEST(SqliteJobStoreTest, AFailedCommitRollsBackAndTheNextSaveWorks) {
+  const std::string dir = TempDir("busy");
+  SqliteOptions options;
+  options.journal_mode = "DELETE";
+  options.busy_timeout_ms = 50;
+  auto store = SqliteJobStore::Open(dir, options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->Save(Job("job-000001")).ok());
+
+  sqlite3* reader = nullptr;
+  ASSERT_EQ(sqlite3_open((dir + "/gradsync.db").c_str(), &reader), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM jobs;", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  absl::Status busy = (*store)->Save(Job("job-000002"));
+  EXPECT_FALSE(busy.ok());
+  ASSERT_EQ(sqlite3_exec(reader, "COMMIT;", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(reader);
+
+  absl::Status next = (*store)->Save(Job("job-000003"));
+  EXPECT_TRUE(next.ok()) << next;
+  EXPECT_EQ(Ids(**store),
+            (std::vector<std::string>{"job-000001", "job-000003"}));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SqliteJobStoreTest, DeleteRemovesTheRecord) {
+  const std::string dir = TempDir("delete");
+  auto store = SqliteJobStore::Open(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->Save(Job("job-000001")).ok());
+  ASSERT_TRUE((*store)->Save(Job("job-000002")).ok());
+  ASSERT_TRUE((*store)->Delete("job-000001").ok());
+  ASSERT_TRUE((*store)->Delete("job-000009").ok());  // unknown: nothing to do
+  EXPECT_EQ(Ids(**store), (std::vector<std::string>{"job-000002"}));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

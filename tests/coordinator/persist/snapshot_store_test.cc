@@ -47,7 +47,7 @@ absl::StatusOr<SnapshotInfo> Upload(SnapshotStore& store,
 int DataFiles(const std::string& dir) {
   int n = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().filename() != "index.tsv") ++n;
+    if (e.path().extension() == ".pt") ++n;
   }
   return n;
 }
@@ -199,6 +199,98 @@ TEST_F(SnapshotStoreTest, RetentionKeepsTheLastKAndTheBest) {
   EXPECT_EQ(steps, (std::vector<int64_t>{2, 4, 5}));  // best 0.9 + last 2
   EXPECT_EQ(store->List("job-2").size(), 1u);         // other jobs untouched
   EXPECT_EQ(DataFiles(dir_), 4);                      // dropped files are gone
+}
+
+std::vector<int64_t> Steps(SnapshotStore& store, const std::string& job) {
+  std::vector<int64_t> steps;
+  for (const SnapshotInfo& i : store.List(job)) steps.push_back(i.step);
+  return steps;
+}
+
+TEST_F(SnapshotStoreTest, ReuploadingAStepReplacesItsFile) {
+  auto store = Open();
+  absl::StatusOr<SnapshotInfo> first =
+      Upload(*store, "job-1", 7, Bytes(1, 300));
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<SnapshotInfo> second =
+      Upload(*store, "job-1", 7, Bytes(2, 300));
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(Steps(*store, "job-1"), (std::vector<int64_t>{7}));
+  EXPECT_FALSE(fs::exists(store->PathOf(*first)));  // not orphaned
+  EXPECT_EQ(DataFiles(dir_), 1);
+  // The same bytes again keep their one file.
+  ASSERT_TRUE(Upload(*store, "job-1", 7, Bytes(2, 300)).ok());
+  EXPECT_TRUE(fs::exists(store->PathOf(*second)));
+  EXPECT_EQ(DataFiles(dir_), 1);
+}
+
+TEST_F(SnapshotStoreTest, APinnedSnapshotOutlivesRetentionUntilItsOwnerHasOne) {
+  {
+    auto store = Open(/*keep_last=*/1);
+    ASSERT_TRUE(Upload(*store, "job-1", 1, Bytes(1, 300)).ok());
+    // job-2 starts from job-1's step 1 ("latest" resolved to it).
+    absl::StatusOr<SnapshotInfo> pinned = store->Pin("job-2", "job-1", -1);
+    ASSERT_TRUE(pinned.ok()) << pinned.status();
+    EXPECT_EQ(pinned->step, 1);
+    EXPECT_EQ(store->Pin("job-3", "job-1", 9).status().code(),
+              absl::StatusCode::kNotFound);
+    ASSERT_TRUE(Upload(*store, "job-1", 2, Bytes(2, 300)).ok());
+    ASSERT_TRUE(Upload(*store, "job-1", 3, Bytes(3, 300)).ok());
+    EXPECT_EQ(Steps(*store, "job-1"), (std::vector<int64_t>{1, 3}));
+  }
+  auto store = Open(/*keep_last=*/1);  // pins survive a restart
+  EXPECT_EQ(Steps(*store, "job-1"), (std::vector<int64_t>{1, 3}));
+  // Deleting job-1 keeps what job-2 still needs.
+  store->DropJob("job-1");
+  EXPECT_EQ(Steps(*store, "job-1"), (std::vector<int64_t>{1}));
+  // job-2's own first snapshot frees it.
+  ASSERT_TRUE(Upload(*store, "job-2", 1, Bytes(4, 300)).ok());
+  EXPECT_TRUE(store->List("job-1").empty());
+  EXPECT_EQ(DataFiles(dir_), 1);
+}
+
+TEST_F(SnapshotStoreTest, DroppingAJobRemovesItsSnapshotsAndPins) {
+  auto store = Open(/*keep_last=*/1);
+  ASSERT_TRUE(Upload(*store, "job-1", 1, Bytes(1, 300)).ok());
+  ASSERT_TRUE(store->Pin("job-2", "job-1", 1).ok());
+  ASSERT_TRUE(Upload(*store, "job-1", 2, Bytes(2, 300)).ok());
+  EXPECT_EQ(Steps(*store, "job-1"), (std::vector<int64_t>{1, 2}));
+  store->DropJob("job-2");  // its pin goes, and with it job-1's step 1
+  EXPECT_EQ(Steps(*store, "job-1"), (std::vector<int64_t>{2}));
+  store->DropJob("job-1");
+  EXPECT_TRUE(store->List("job-1").empty());
+  EXPECT_EQ(DataFiles(dir_), 0);
+}
+
+TEST_F(SnapshotStoreTest, AMalformedIndexLineIsSkippedNotFatal) {
+  {
+    auto store = Open();
+    ASSERT_TRUE(Upload(*store, "job-1", 1, Bytes(1, 300)).ok());
+  }
+  {
+    std::ofstream index(dir_ + "/index.tsv", std::ios::app);
+    index << "job-9\tnot-a-step\n\t\t\n";
+  }
+  auto store = SnapshotStore::Open(dir_, {3, true});
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(Steps(**store, "job-1"), (std::vector<int64_t>{1}));
+  EXPECT_TRUE((*store)->List("job-9").empty());
+}
+
+TEST_F(SnapshotStoreTest, ConcurrentUploadsAreCapped) {
+  auto store = SnapshotStore::Open(dir_, {3, true}, /*max_uploads=*/2);
+  ASSERT_TRUE(store.ok()) << store.status();
+  SnapshotInfo info;
+  info.job_id = "job-1";
+  info.size = 10;
+  auto a = (*store)->Begin(info, 100);
+  auto b = (*store)->Begin(info, 100);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto c = (*store)->Begin(info, 100);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted)
+      << c.status();
+  a->reset();  // an upload that ends (here abandoned) frees its place
+  EXPECT_TRUE((*store)->Begin(info, 100).ok());
 }
 
 }  // namespace

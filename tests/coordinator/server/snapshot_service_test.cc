@@ -338,6 +338,28 @@ TEST_F(SnapshotServiceTest, ANewJobStartsFromAnotherJobsSnapshot) {
   absl::Status downloaded = download(job_, &got);
   ASSERT_TRUE(downloaded.ok()) << downloaded;
   EXPECT_EQ(got, model);
+  // The source job ends and is deleted: its snapshots go, but the one this
+  // job starts from stays until it has its own.
+  {
+    v1::CancelJobRequest cancel;
+    cancel.set_job_id(job_);
+    v1::Job cancelled;
+    ASSERT_TRUE(c.jobs().CancelJob(Ctx().get(), cancel, &cancelled).ok());
+    v1::DeleteJobRequest del;
+    del.set_job_id(job_);
+    v1::DeleteJobResponse deleted;
+    grpc::Status d = c.jobs().DeleteJob(Ctx().get(), del, &deleted);
+    ASSERT_TRUE(d.ok()) << d.error_message();
+  }
+  got.clear();
+  downloaded = download(job_, &got);
+  ASSERT_TRUE(downloaded.ok()) << downloaded;
+  EXPECT_EQ(got, model);
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(state_ + "/snapshots")) {
+    files += e.path().extension() == ".pt";
+  }
+  EXPECT_EQ(files, 1);  // step 12 went with its job
   downloaded = download("job-999", &got);
   EXPECT_EQ(downloaded.code(), absl::StatusCode::kPermissionDenied)
       << downloaded;
