@@ -1,21 +1,32 @@
-// libFuzzer target: arbitrary bytes as requests to the coordinator's
-// handlers (built with clang, AddressSanitizer and LeakSanitizer by
-// tests/fuzz/run_fuzz.sh).
+// libFuzzer target: arbitrary bytes as requests to the coordinator, both
+// straight to its handlers and through the gRPC service layer (built with
+// clang, AddressSanitizer and LeakSanitizer by tests/fuzz/run_fuzz.sh).
 //
 // Each input runs against a fresh Coordinator that already has two
 // registered workers running a 2-rank job (so handlers reach their deep
 // paths). The input is a sequence of records
 //   [selector: 1 byte][length: 1 byte][length bytes]
-// where the selector's low 5 bits pick a handler and the bytes are parsed
-// as its request message (records that do not parse are skipped). With the
-// selector's top bit set, worker calls carry the real key of the worker
-// they name, so authorization passes and the handler itself runs.
-// Worker-side calls go through Coordinator::AuthorizeWorker first, as the
-// gRPC service does, and then run whatever it said (defence in depth: the
-// handlers must hold up on their own). Blocking calls wait at most 5 ms.
-// Dataset paths are confined to a data root, so no input walks the disk.
+// where the selector's low 5 bits pick a call and the bytes are parsed as
+// its request message (records that do not parse are skipped). The
+// selector's top bits:
+//   0x80  credentials: the real key of the worker the request names and,
+//         through the services, the role's token;
+//   0x40  through JobServiceImpl / WorkerServiceImpl, with the metadata a
+//         client sends ("authorization: Bearer", the worker key header),
+//         as gRPC would call them; otherwise straight to the Coordinator,
+//         after Coordinator::AuthorizeWorker but regardless of its answer
+//         (defence in depth: the handlers must hold up on their own).
+// Through the services, an OK answer is checked against who may do what:
+// no credentials -> never OK; a task's call (shards, completion, store
+// writes, barriers, metrics) -> the caller holds that job's current attempt
+// as the rank it acts for; evaluation results and checkpoint commits ->
+// rank 0 (issue 17's finding 1); store keys of a rank -> that rank. A
+// violation aborts, so libFuzzer saves the input.
+// Blocking calls wait at most 5 ms. Dataset paths are confined to a data
+// root, so no input walks the disk.
 //
-// Nothing may crash, leak, or hang (libFuzzer's -timeout).
+// Nothing may crash, leak, hang (libFuzzer's -timeout) or break the rules.
+#include <grpcpp/test/server_context_test_spouse.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,13 +35,24 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "coordinator/control/coordinator.h"
+#include "coordinator/persist/snapshot_store.h"
+#include "coordinator/server/auth.h"
+#include "coordinator/server/call_gate.h"
+#include "coordinator/server/job_service.h"
+#include "coordinator/server/worker_service.h"
+#include "coordinator/store/key_owner.h"
+#include "coordinator/wire/secrets.h"
 #include "google/protobuf/stubs/logging.h"
 
 namespace gradsync {
@@ -61,9 +83,26 @@ const std::string& DataRoot() {
   return *root;
 }
 
+constexpr char kUserToken[] = "fuzz-user-token";
+constexpr char kWorkerToken[] = "fuzz-worker-token";
+
+// One snapshot store for the process (the services need one; no non-
+// streaming call writes it).
+SnapshotStore& Snapshots() {
+  static SnapshotStore* store =
+      SnapshotStore::Open(DataRoot() + "/snapshots", SnapshotRetention())
+          ->release();
+  return *store;
+}
+
 struct World {
   std::unique_ptr<Coordinator> coordinator;
   std::map<std::string, std::string> keys;  // worker id -> key
+  // The gRPC layer over `coordinator` (declared after it: destroyed first).
+  std::unique_ptr<Authenticator> auth;
+  std::unique_ptr<CallGate> gate;
+  std::unique_ptr<JobServiceImpl> jobs;
+  std::unique_ptr<WorkerServiceImpl> workers;
 };
 
 // A coordinator with workers w1, w2 running job-000001 (2 ranks).
@@ -102,6 +141,13 @@ World MakeWorld() {
     hb.mutable_task()->set_rank(r->assignment().rank());
     (void)c.Heartbeat(hb);
   }
+  world.auth = std::make_unique<Authenticator>(
+      AuthTokens{kUserToken, kWorkerToken, false});
+  world.gate = std::make_unique<CallGate>(16);
+  world.jobs = std::make_unique<JobServiceImpl>(&c, world.auth.get(),
+                                                &Snapshots(), world.gate.get());
+  world.workers = std::make_unique<WorkerServiceImpl>(
+      &c, world.auth.get(), &Snapshots(), int64_t{1} << 20, world.gate.get());
   return world;
 }
 
@@ -118,8 +164,15 @@ bool Parse(const uint8_t* data, size_t size, Request* request) {
   return request->ParseFromArray(data, static_cast<int>(size));
 }
 
+// Through the services (below).
+void RunService(World& w, uint8_t selector, const uint8_t* data, size_t size);
+
 // Runs one record against the world.
 void Run(World& w, uint8_t selector, const uint8_t* data, size_t size) {
+  if (selector & 0x40) {
+    RunService(w, selector, data, size);
+    return;
+  }
   Coordinator& c = *w.coordinator;
   const bool with_key = selector & 0x80;
   auto key_of = [&](const std::string& worker_id) {
@@ -144,7 +197,8 @@ void Run(World& w, uint8_t selector, const uint8_t* data, size_t size) {
     }
     case 2: {
       v1::ListJobsRequest r;
-      if (Parse(data, size, &r)) (void)c.ListJobs(r.limit());
+      if (Parse(data, size, &r))
+        (void)c.ListJobs(r.page_size(), r.page_token());
       break;
     }
     case 3: {
@@ -247,8 +301,276 @@ void Run(World& w, uint8_t selector, const uint8_t* data, size_t size) {
       c.SweepDeadWorkers(absl::Now() + absl::Milliseconds(ahead_ms));
       break;
     }
+    case 16: {
+      v1::DeleteJobRequest r;
+      if (Parse(data, size, &r)) (void)c.DeleteJob(r.job_id());
+      break;
+    }
     default:
       break;
+  }
+}
+
+[[noreturn]] void Violation(const std::string& what) {
+  std::fprintf(stderr, "coordinator_fuzzer: RULE BROKEN: %s\n", what.c_str());
+  std::abort();
+}
+
+// Whether `worker_id` runs rank `rank` of the current attempt `attempt` of
+// `job_id`.
+bool HoldsRank(Coordinator& c, const std::string& worker_id,
+               const std::string& job_id, int attempt, int rank) {
+  absl::StatusOr<v1::Job> job = c.GetJob(job_id);
+  if (!job.ok() || job->attempt() != attempt) return false;
+  for (const v1::RankAssignment& r : job->ranks()) {
+    if (r.rank() == rank && r.worker_id() == worker_id) return true;
+  }
+  return false;
+}
+
+// Whether a call naming `task` may act for `rank`: it carries the key of
+// the worker it names, and that worker holds the rank in the job's current
+// attempt. Judged before the call (which may end the attempt).
+bool MayActAs(Coordinator& c, const World& w, bool creds,
+              const v1::TaskRef& task, int rank) {
+  return creds && w.keys.count(task.worker_id()) > 0 &&
+         HoldsRank(c, task.worker_id(), task.job_id(), task.attempt(), rank);
+}
+
+void RequireMay(bool may, const char* call, const v1::TaskRef& task, int rank) {
+  if (!may) {
+    Violation(absl::StrCat(call, " succeeded for rank ", rank, " of ",
+                           task.job_id(), " attempt ", task.attempt(),
+                           " from worker '", task.worker_id(),
+                           "' without its key or without holding that rank"));
+  }
+}
+
+// A store write succeeded: a key bound to a rank was written by that rank.
+void CheckKeyOwner(const std::string& key, const v1::TaskRef& task) {
+  const std::optional<int> owner = KeyOwner(key);
+  if (owner.has_value() && *owner != task.rank()) {
+    Violation(absl::StrCat("rank ", task.rank(), " wrote store key '", key,
+                           "' of rank ", *owner));
+  }
+}
+
+// Runs one record through the gRPC services, as a client's call would
+// arrive, and checks an OK answer against the rules above.
+// Through the services, a one-byte worker id stands for the n-th known
+// worker and a one-byte job id for job n (so that one mutated byte moves a
+// call to another worker or job: finding 1's shape is a report of rank 0's
+// with rank 1's id).
+void Resolve(const World& w, v1::TaskRef* task) {
+  if (task->worker_id().size() == 1 && !w.keys.empty()) {
+    auto it = w.keys.begin();
+    std::advance(it,
+                 static_cast<uint8_t>(task->worker_id()[0]) % w.keys.size());
+    task->set_worker_id(it->first);
+  }
+  if (task->job_id().size() == 1) {
+    task->set_job_id(absl::StrFormat(
+        "job-%06d", 1 + static_cast<uint8_t>(task->job_id()[0]) % 4));
+  }
+}
+
+// Whether a call's answer was OK, which it may be only with credentials.
+bool Succeeded(const grpc::Status& status, bool creds, int call) {
+  if (!status.ok()) return false;
+  if (!creds) {
+    Violation(absl::StrCat("call ", call, " succeeded without credentials"));
+  }
+  return true;
+}
+
+void RunService(World& w, uint8_t selector, const uint8_t* data, size_t size) {
+  Coordinator& c = *w.coordinator;
+  const bool creds = selector & 0x80;
+  const int call = selector & 0x1f;
+  const bool user_call = call <= 4 || call >= 16;
+  grpc::ServerContext ctx;
+  grpc::testing::ServerContextTestSpouse spouse(&ctx);
+  if (creds) {
+    spouse.AddClientMetadata(
+        "authorization",
+        absl::StrCat("Bearer ", user_call ? kUserToken : kWorkerToken));
+  }
+  // The key of the worker a request names, when credentials go with it.
+  auto with_key = [&](const std::string& worker_id) {
+    auto it = w.keys.find(worker_id);
+    if (creds && it != w.keys.end()) {
+      spouse.AddClientMetadata(kWorkerKeyHeader, it->second);
+    }
+  };
+  switch (call) {
+    case 0: {
+      v1::SubmitJobRequest r;
+      v1::Job out;
+      if (!Parse(data, size, &r)) break;
+      Succeeded(w.jobs->SubmitJob(&ctx, &r, &out), creds, call);
+      break;
+    }
+    case 1: {
+      v1::GetJobRequest r;
+      v1::Job out;
+      if (!Parse(data, size, &r)) break;
+      Succeeded(w.jobs->GetJob(&ctx, &r, &out), creds, call);
+      break;
+    }
+    case 2: {
+      v1::ListJobsRequest r;
+      v1::ListJobsResponse out;
+      if (!Parse(data, size, &r)) break;
+      Succeeded(w.jobs->ListJobs(&ctx, &r, &out), creds, call);
+      break;
+    }
+    case 3: {
+      v1::CancelJobRequest r;
+      v1::Job out;
+      if (!Parse(data, size, &r)) break;
+      Succeeded(w.jobs->CancelJob(&ctx, &r, &out), creds, call);
+      break;
+    }
+    case 4: {
+      v1::ListWorkersRequest r;
+      v1::ListWorkersResponse out;
+      if (!Parse(data, size, &r)) break;
+      Succeeded(w.jobs->ListWorkers(&ctx, &r, &out), creds, call);
+      break;
+    }
+    case 5: {
+      v1::RegisterWorkerRequest r;
+      v1::RegisterWorkerResponse out;
+      if (!Parse(data, size, &r)) break;
+      if (Succeeded(w.workers->RegisterWorker(&ctx, &r, &out), creds, call)) {
+        w.keys[out.worker_id()] = out.worker_key();
+      }
+      break;
+    }
+    case 6: {
+      v1::HeartbeatRequest r;
+      v1::HeartbeatResponse out;
+      if (!Parse(data, size, &r)) break;
+      Resolve(w, r.mutable_task());
+      with_key(r.task().worker_id());
+      Succeeded(w.workers->Heartbeat(&ctx, &r, &out), creds, call);
+      break;
+    }
+    case 7: {
+      v1::GetShardRequest r;
+      v1::GetShardResponse out;
+      if (!Parse(data, size, &r)) break;
+      Resolve(w, r.mutable_task());
+      with_key(r.task().worker_id());
+      const bool may = MayActAs(c, w, creds, r.task(), r.task().rank());
+      if (Succeeded(w.workers->GetShard(&ctx, &r, &out), creds, call)) {
+        RequireMay(may, "GetShard", r.task(), r.task().rank());
+      }
+      break;
+    }
+    case 8: {
+      v1::ReportMetricsRequest r;
+      v1::ReportMetricsResponse out;
+      if (!Parse(data, size, &r)) break;
+      Resolve(w, r.mutable_task());
+      with_key(r.task().worker_id());
+      // Steps of their own rank; evaluations and checkpoints from rank 0.
+      std::set<int> ranks;
+      for (const v1::StepMetrics& step : r.steps()) ranks.insert(step.rank());
+      if (r.eval_size() > 0 || r.checkpoints_size() > 0) ranks.insert(0);
+      std::map<int, bool> may;
+      for (int rank : ranks) may[rank] = MayActAs(c, w, creds, r.task(), rank);
+      if (Succeeded(w.workers->ReportMetrics(&ctx, &r, &out), creds, call)) {
+        for (const auto& [rank, ok] : may) {
+          RequireMay(ok, "ReportMetrics", r.task(), rank);
+        }
+      }
+      break;
+    }
+    case 9: {
+      v1::CompleteTaskRequest r;
+      v1::CompleteTaskResponse out;
+      if (!Parse(data, size, &r)) break;
+      Resolve(w, r.mutable_task());
+      with_key(r.task().worker_id());
+      const bool may = MayActAs(c, w, creds, r.task(), r.task().rank());
+      if (Succeeded(w.workers->CompleteTask(&ctx, &r, &out), creds, call)) {
+        RequireMay(may, "CompleteTask", r.task(), r.task().rank());
+      }
+      break;
+    }
+    case 10: {
+      v1::StoreSetRequest r;
+      v1::StoreSetResponse out;
+      if (!Parse(data, size, &r)) break;
+      Resolve(w, r.mutable_task());
+      with_key(r.task().worker_id());
+      const bool may = MayActAs(c, w, creds, r.task(), r.task().rank());
+      if (Succeeded(w.workers->StoreSet(&ctx, &r, &out), creds, call)) {
+        RequireMay(may, "StoreSet", r.task(), r.task().rank());
+        CheckKeyOwner(r.key(), r.task());
+      }
+      break;
+    }
+    case 11: {
+      v1::StoreGetRequest r;
+      v1::StoreGetResponse out;
+      if (!Parse(data, size, &r)) break;
+      Resolve(w, r.mutable_task());
+      with_key(r.task().worker_id());
+      Succeeded(w.workers->StoreGet(&ctx, &r, &out), creds, call);
+      break;
+    }
+    case 12: {
+      v1::StoreAddRequest r;
+      v1::StoreAddResponse out;
+      if (!Parse(data, size, &r)) break;
+      Resolve(w, r.mutable_task());
+      with_key(r.task().worker_id());
+      const bool may = MayActAs(c, w, creds, r.task(), r.task().rank());
+      if (Succeeded(w.workers->StoreAdd(&ctx, &r, &out), creds, call)) {
+        RequireMay(may, "StoreAdd", r.task(), r.task().rank());
+        CheckKeyOwner(r.key(), r.task());
+      }
+      break;
+    }
+    case 13: {
+      v1::StoreWaitRequest r;
+      v1::StoreWaitResponse out;
+      if (!Parse(data, size, &r)) break;
+      Resolve(w, r.mutable_task());
+      with_key(r.task().worker_id());
+      Succeeded(w.workers->StoreWait(&ctx, &r, &out), creds, call);
+      break;
+    }
+    case 14: {
+      v1::BarrierRequest r;
+      v1::BarrierResponse out;
+      if (!Parse(data, size, &r)) break;
+      Resolve(w, r.mutable_task());
+      with_key(r.task().worker_id());
+      const bool may = MayActAs(c, w, creds, r.task(), r.task().rank());
+      if (Succeeded(w.workers->Barrier(&ctx, &r, &out), creds, call)) {
+        RequireMay(may, "Barrier", r.task(), r.task().rank());
+      }
+      break;
+    }
+    case 16: {
+      v1::DeleteJobRequest r;
+      v1::DeleteJobResponse out;
+      if (!Parse(data, size, &r)) break;
+      Succeeded(w.jobs->DeleteJob(&ctx, &r, &out), creds, call);
+      break;
+    }
+    case 17: {
+      v1::ListSnapshotsRequest r;
+      v1::ListSnapshotsResponse out;
+      if (!Parse(data, size, &r)) break;
+      Succeeded(w.jobs->ListSnapshots(&ctx, &r, &out), creds, call);
+      break;
+    }
+    default:
+      return;
   }
 }
 
@@ -336,6 +658,15 @@ int WriteSeeds(const std::string& dir) {
   v1::HeartbeatRequest idle;
   idle.mutable_task()->set_worker_id(w2);
   const std::string sweep = std::string("\x0f\x01\xff", 3);
+  // Service seeds name w1 and job-000001 by their one-byte forms (Resolve).
+  v1::ReportMetricsRequest rank0_commit = report;
+  rank0_commit.clear_steps();
+  rank0_commit.mutable_task()->set_worker_id(std::string(1, '\0'));
+  rank0_commit.mutable_task()->set_job_id(std::string(1, '\0'));
+  v1::ReportMetricsRequest rank1_commit = rank0_commit;
+  rank1_commit.mutable_task()->set_worker_id(std::string(1, '\1'));
+  v1::ListJobsRequest list;
+  list.set_page_size(1);
   const std::map<std::string, std::string> seeds = {
       {"train",
        Record(0x86, beat) + Record(0x87, shard) + Record(0x88, report)},
@@ -347,6 +678,20 @@ int WriteSeeds(const std::string& dir) {
       {"jobs", Record(0x00, submit) + Record(0x03, cancel) +
                    Record(0x04, v1::WatchJobRequest())},
       {"sweep", sweep + Record(0x86, beat)},
+      // Through the services (0x40), with credentials (0x80) or without.
+      {"service-train",
+       Record(0xc6, beat) + Record(0xc7, shard) + Record(0xc8, report)},
+      {"service-store", Record(0xca, set) + Record(0xcb, get) +
+                            Record(0xcc, add) + Record(0xcd, wait) +
+                            Record(0xce, barrier)},
+      {"service-no-credentials",
+       Record(0x48, report) + Record(0x40, submit) + Record(0x4a, set)},
+      // Rank 0 commits a checkpoint (allowed); finding 1's shape: rank 1,
+      // with its own key, does the same (refused).
+      {"service-rank0-commit", Record(0xc8, rank0_commit)},
+      {"service-rank1-commit", Record(0xc8, rank1_commit)},
+      {"service-jobs", Record(0xc0, submit) + Record(0xc3, cancel) +
+                           Record(0xd0, cancel) + Record(0xc2, list)},
   };
   for (const auto& [name, bytes] : seeds) {
     std::ofstream(fs::path(dir) / name, std::ios::binary) << bytes;
