@@ -182,9 +182,9 @@ class Coordinator {
     std::set<std::string> awaiting_release;
     absl::Time restart_deadline = absl::InfinitePast();
     std::string restart_reason;  // why the last attempt failed
-    // The error a rank reported for the last failed attempt (FailAttempt's
-    // `error`); empty when it died or hung. In memory only.
-    std::string last_error;
+    // Restored from the job store: until then, a pending restart is not
+    // failed for want of workers (they are still re-registering).
+    absl::Time restored_grace_until = absl::InfinitePast();
     std::string stall_key;  // the reported stall, without its duration
     // Restored RUNNING job: ranks' workers not yet re-registered, and until
     // when they may.

@@ -46,6 +46,11 @@ absl::Status Coordinator::Restore() {
       entry.metrics.AddEval(e);
     }
     v1::Job& j = entry.job;
+    // A restart that was waiting for workers (or a job the coordinator
+    // restarted during its rendezvous, below) gives the workers the
+    // reconnect grace to register again before too few of them fail it.
+    entry.restart_reason = j.message();
+    entry.restored_grace_until = now + options_.reconnect_grace;
     if (IsTerminal(j.state())) {
       entry.events->Close();
     } else if (j.state() == v1::JOB_STATE_RENDEZVOUS) {
@@ -145,9 +150,18 @@ void Coordinator::FailAttempt(JobEntry& entry, const std::string& reason,
                               const std::string& error) {
   v1::Job& job = entry.job;
   const absl::Time now = absl::Now();
+  // The error of the attempt before this one (attempts are recorded in
+  // order), read before this one's is set.
+  std::string previous_error;
+  for (int i = 1; i < job.attempts_size(); ++i) {
+    if (job.attempts(i).attempt() == job.attempt()) {
+      previous_error = job.attempts(i - 1).error();
+    }
+  }
   if (v1::AttemptRecord* a = FindAttemptRecord(job, job.attempt())) {
     a->set_ended_unix_ms(UnixMs(now));
     a->set_outcome(reason);
+    a->set_error(error);
   }
   // Who could run the next attempt: this attempt's other live workers and
   // the idle ones (with a GPU, for backend nccl).
@@ -164,8 +178,7 @@ void Coordinator::FailAttempt(JobEntry& entry, const std::string& reason,
   }
   const int max_restarts = job.spec().max_restarts();
   const int min_workers = job.spec().world_size().min_workers();
-  const bool repeated = !error.empty() && error == entry.last_error;
-  entry.last_error = error;
+  const bool repeated = !error.empty() && error == previous_error;
   if (repeated) {
     Transition(entry, v1::JOB_STATE_FAILED,
                absl::StrCat(reason,

@@ -44,7 +44,7 @@ void Coordinator::Schedule() {
     const v1::AttemptRecord* last =
         FindAttemptRecord(entry->job, entry->job.attempt());
     if (!started && entry->job.restarts() > 0 && last != nullptr &&
-        last->ended_unix_ms() > 0) {
+        last->ended_unix_ms() > 0 && now >= entry->restored_grace_until) {
       // The failed attempt's workers are back or gone and too few remain:
       // a restart does not wait for workers that may never come.
       const int min_workers = entry->job.spec().world_size().min_workers();

@@ -176,6 +176,38 @@ TEST(RestartTest, TheSameErrorTwiceInARowEndsTheJob) {
   EXPECT_EQ(failed.restarts(), 1);
 }
 
+// The rule holds across a coordinator restart (the error is recorded with
+// its attempt, in the job's record).
+TEST(RestartTest, TheSameErrorRuleSurvivesACoordinatorRestart) {
+  const std::string state = UniqueTempDir("same-error");
+  std::string job_id;
+  {
+    TestCluster c(absl::Seconds(30), state);
+    SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-a");
+    v1::JobSpec spec = c.Spec(2);
+    spec.set_max_restarts(5);
+    job_id = c.Submit(spec).id();
+    w0.AwaitAssignment();
+    w1.AwaitAssignment();
+    ASSERT_TRUE(w1.Complete(false, "loader: out of memory").ok());
+    ASSERT_EQ(c.Get(job_id).state(), v1::JOB_STATE_PENDING);
+    c.Stop();
+  }
+  TestCluster c(absl::Seconds(30), state);
+  SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-a");
+  EXPECT_EQ(w0.AwaitAssignment().attempt(), 2);
+  w1.AwaitAssignment();
+  ASSERT_TRUE(w1.Complete(false, "loader: out of memory").ok());
+  v1::Job failed = c.Get(job_id);
+  EXPECT_EQ(failed.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(failed.message().find("the previous attempt failed with the "
+                                  "same error"),
+            std::string::npos)
+      << failed.message();
+  c.Stop();
+  std::filesystem::remove_all(state);
+}
+
 TEST(RestartTest, AStuckSurvivorDoesNotHoldTheRestartPastItsDeadline) {
   // The survivor keeps heartbeating its old task (stuck in a collective);
   // the restart waits for it only collective_timeout + 2 heartbeat
