@@ -1,7 +1,6 @@
 #include "worker/model/models.h"
 
 #include "absl/strings/str_cat.h"
-#include "worker/model/cpu_linear.h"
 
 namespace gradsync {
 namespace {
@@ -29,8 +28,8 @@ class FashionCnn : public ImageClassifier {
     x = layer2->forward(layer1->forward(x));
     x = x.view({x.size(0), -1});
     // The seeds apply nn.Dropout2d(0.25) to the (N, 600) activations.
-    x = PythonDropout2d(LinearForward(fc1, x), 0.25, is_training());
-    return LinearForward(fc3, LinearForward(fc2, x));
+    x = PythonDropout2d(fc1->forward(x), 0.25, is_training());
+    return fc3->forward(fc2->forward(x));
   }
 
  private:
@@ -64,9 +63,9 @@ class LeNet : public ImageClassifier {
     x = torch::max_pool2d(torch::relu(conv1->forward(x)), 2);
     x = torch::max_pool2d(torch::relu(conv2->forward(x)), 2);
     x = x.flatten(1);
-    x = torch::relu(LinearForward(fc1, x));
-    x = torch::relu(LinearForward(fc2, x));
-    return LinearForward(fc3, x);
+    x = torch::relu(fc1->forward(x));
+    x = torch::relu(fc2->forward(x));
+    return fc3->forward(x);
   }
 
  private:
@@ -82,7 +81,7 @@ class Mlp : public ImageClassifier {
     fc2 = register_module("fc2", nn::Linear(256, s.classes));
   }
   torch::Tensor forward(torch::Tensor x) override {
-    return LinearForward(fc2, torch::relu(LinearForward(fc1, x.flatten(1))));
+    return fc2->forward(torch::relu(fc1->forward(x.flatten(1))));
   }
 
  private:
@@ -147,7 +146,7 @@ class ResNet18 : public ImageClassifier {
     x = torch::relu(bn1->forward(conv1->forward(x)));
     for (auto& layer : layers) x = layer->forward(x);
     x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
-    return LinearForward(fc, x);
+    return fc->forward(x);
   }
 
  private:
