@@ -3,6 +3,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "loader/cached_dataset.h"
 #include "loader/data_roots.h"
 #include "loader/image_decoder.h"
 #include "loader/synthetic_dataset.h"
@@ -49,7 +50,12 @@ absl::StatusOr<std::shared_ptr<const Dataset>> OpenDataset(
   auto folder =
       ImageFolderDataset::Open(SplitPath(path, split), channels, access);
   if (!folder.ok()) return folder.status();
-  return std::shared_ptr<const Dataset>(std::move(*folder));
+  std::shared_ptr<const Dataset> dataset(std::move(*folder));
+  if (access.decoded_cache && access.decoded_cache->limit() > 0) {
+    return std::shared_ptr<const Dataset>(
+        std::make_shared<CachedDataset>(dataset, access.decoded_cache));
+  }
+  return dataset;
 }
 
 }  // namespace gradsync

@@ -15,6 +15,7 @@
 #include "loader/image.h"
 #include "loader/image_decoder.h"
 #include "loader/image_folder_index.h"
+#include "loader/memory_budget.h"
 
 namespace gradsync {
 
@@ -32,10 +33,12 @@ class Dataset {
 };
 
 // What a host lets a data set do: where it may lie (data_roots.h; empty:
-// anywhere) and how large its images may be.
+// anywhere), how large its images may be, and how much memory may hold
+// decoded images between epochs (cached_dataset.h; null: none).
 struct DatasetAccess {
   std::vector<std::string> data_roots;
   DecodeLimits decode;
+  std::shared_ptr<MemoryBudget> decoded_cache;
 };
 
 class ImageFolderDataset : public Dataset {
@@ -66,7 +69,8 @@ class ImageFolderDataset : public Dataset {
 // "synthetic:" path, else the ImageFolderDataset at SplitPath(path, split).
 // `channels` as ImageFolderDataset::Open. With data roots, the folder and
 // every link its listing followed must resolve under one of them
-// (PERMISSION_DENIED naming the path). Errors as those.
+// (PERMISSION_DENIED naming the path). With a decoded_cache budget the
+// folder's images are cached (CachedDataset). Errors as those.
 absl::StatusOr<std::shared_ptr<const Dataset>> OpenDataset(
     const std::string& path, const std::string& split, int channels,
     const DatasetAccess& access = {});

@@ -34,15 +34,15 @@ TEST(DatasetTest, WorkerDataRootsRefuseLinksAndSplitsOutside) {
   const std::vector<std::string> roots = {base + "/data"};
   MakeClass(base + "/data/set/train/a");
   MakeClass(base + "/secret/b");
-  auto ok = OpenDataset(base + "/data/set", "train", 0, {roots, {}});
+  auto ok = OpenDataset(base + "/data/set", "train", 0, {roots, {}, nullptr});
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ((*ok)->size(), 1);
 
-  auto outside = OpenDataset(base + "/secret", "", 0, {roots, {}});
+  auto outside = OpenDataset(base + "/secret", "", 0, {roots, {}, nullptr});
   EXPECT_EQ(outside.status().code(), absl::StatusCode::kPermissionDenied);
 
   fs::create_directory_symlink(base + "/secret/b", base + "/data/set/train/b");
-  auto linked = OpenDataset(base + "/data/set", "train", 0, {roots, {}});
+  auto linked = OpenDataset(base + "/data/set", "train", 0, {roots, {}, nullptr});
   EXPECT_EQ(linked.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_NE(linked.status().message().find(base + "/data/set/train/b"),
             std::string::npos)

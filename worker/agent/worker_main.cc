@@ -12,6 +12,7 @@
 #include "coordinator/client/tls_flags.h"
 #include "coordinator/client/token_flags.h"
 #include "gradsync/config.h"
+#include "loader/cached_dataset.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/health_file.h"
 
@@ -51,6 +52,13 @@ int main(int argc, char** argv) {
       ->envname("GRADSYNC_MAX_IMAGE_BYTES")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  int64_t decoded_cache_mb = gradsync::DefaultDecodedCacheBytes() >> 20;
+  app.add_option("--decoded-cache-mb", decoded_cache_mb,
+                 "memory for decoded images kept between epochs, shared by "
+                 "this worker's tasks (0: decode every epoch)")
+      ->envname("GRADSYNC_DECODED_CACHE_MB")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--checkpoint-root", options.checkpoint_root,
                  "jobs' checkpoint directories and resume_from paths are "
                  "taken under this directory or must resolve into it")
@@ -74,6 +82,8 @@ int main(int argc, char** argv) {
   app.add_option("--health-max-age", health_max_age_s, "seconds")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  options.dataset_access.decoded_cache =
+      std::make_shared<gradsync::MemoryBudget>(decoded_cache_mb << 20);
   if (check_health) {
     if (options.health_file.empty()) {
       std::fprintf(stderr,

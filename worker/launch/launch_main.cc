@@ -19,6 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "gradsync/config.h"
+#include "loader/cached_dataset.h"
 #include "worker/comm/devices.h"
 #include "worker/launch/local_launcher.h"
 #include "worker/launch/standalone_rank.h"
@@ -102,7 +103,16 @@ int main(int argc, char** argv) {
   app.add_option("--log-every", o.log_every, "steps between progress lines");
   app.add_option("--metrics-out", o.metrics_out,
                  "rank 0 appends a JSON line per step here");
+  int64_t decoded_cache_mb = gradsync::DefaultDecodedCacheBytes() >> 20;
+  app.add_option("--decoded-cache-mb", decoded_cache_mb,
+                 "memory per rank for decoded images kept between epochs "
+                 "(0: decode every epoch)")
+      ->envname("GRADSYNC_DECODED_CACHE_MB")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  spec.dataset_access.decoded_cache =
+      std::make_shared<gradsync::MemoryBudget>(decoded_cache_mb << 20);
 
   o.shuffle = !no_shuffle;
   o.timeout = absl::Seconds(timeout_s);
