@@ -137,11 +137,13 @@ std::vector<std::string> FormatRankLines(const v1::Job& job,
   if (slow != nullptr) {
     lines.push_back(absl::StrFormat(
         "total %.0f samples/s; slowest rank %d (p50 %.1f ms, p99 %.1f ms); "
-        "bound by %s (data %.1f / compute %.1f / all-reduce %.1f ms)",
+        "bound by %s (data %.1f / compute %.1f = forward %.1f + backward "
+        "%.1f + optimizer %.1f / all-reduce %.1f ms)",
         metrics.samples_per_sec(), metrics.slowest_rank(), slow->p50_step_ms(),
         slow->p99_step_ms(), PhaseName(metrics.bounding_phase()),
         slow->mean_data_wait_ms(), slow->mean_compute_ms(),
-        slow->mean_allreduce_ms()));
+        slow->mean_forward_ms(), slow->mean_backward_ms(),
+        slow->mean_optimizer_ms(), slow->mean_allreduce_ms()));
   }
   return lines;
 }

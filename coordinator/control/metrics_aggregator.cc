@@ -43,16 +43,23 @@ v1::JobMetrics MetricsAggregator::Summary() const {
     std::vector<double> step_ms;
     step_ms.reserve(h.window.size());
     double data = 0, compute = 0, allreduce = 0;
+    double forward = 0, backward = 0, optimizer = 0;
     for (const v1::StepMetrics& s : h.window) {
       step_ms.push_back(s.step_ms());
       data += s.data_wait_ms();
       compute += s.compute_ms();
       allreduce += s.allreduce_ms();
+      forward += s.forward_ms();
+      backward += s.backward_ms();
+      optimizer += s.optimizer_ms();
     }
     const double n = std::max<size_t>(h.window.size(), 1);
     r->set_mean_data_wait_ms(data / n);
     r->set_mean_compute_ms(compute / n);
     r->set_mean_allreduce_ms(allreduce / n);
+    r->set_mean_forward_ms(forward / n);
+    r->set_mean_backward_ms(backward / n);
+    r->set_mean_optimizer_ms(optimizer / n);
     r->set_p50_step_ms(Quantile(step_ms, 0.5));
     r->set_p99_step_ms(Quantile(step_ms, 0.99));
     out.set_samples_per_sec(out.samples_per_sec() + h.last.samples_per_sec());

@@ -64,6 +64,9 @@ v1::StepMetrics ToProto(const StepReport& r) {
   m.set_samples_per_sec(r.samples_per_sec);
   m.set_data_wait_ms(r.data_wait_ms);
   m.set_compute_ms(r.compute_ms);
+  m.set_forward_ms(r.forward_ms);
+  m.set_backward_ms(r.backward_ms);
+  m.set_optimizer_ms(r.optimizer_ms);
   m.set_allreduce_ms(r.allreduce_ms);
   m.set_allreduce_total_ms(r.allreduce_total_ms);
   m.set_step_ms(r.step_ms);

@@ -16,11 +16,13 @@ std::string StepJson(const StepReport& m) {
   return absl::StrFormat(
       "{\"rank\": %d, \"epoch\": %d, \"step\": %d, \"loss\": %.6f, "
       "\"samples_per_sec\": %.3f, \"data_wait_ms\": %.3f, \"compute_ms\": "
-      "%.3f, \"allreduce_ms\": %.3f, \"allreduce_total_ms\": %.3f, "
-      "\"step_ms\": %.3f, \"time_unix_ms\": %d, \"loss_scale\": %g, "
-      "\"step_skipped\": %s}",
+      "%.3f, \"forward_ms\": %.3f, \"backward_ms\": %.3f, "
+      "\"optimizer_ms\": %.3f, \"allreduce_ms\": %.3f, "
+      "\"allreduce_total_ms\": %.3f, \"step_ms\": %.3f, \"time_unix_ms\": "
+      "%d, \"loss_scale\": %g, \"step_skipped\": %s}",
       m.rank, m.epoch, m.step, m.loss, m.samples_per_sec, m.data_wait_ms,
-      m.compute_ms, m.allreduce_ms, m.allreduce_total_ms, m.step_ms,
+      m.compute_ms, m.forward_ms, m.backward_ms, m.optimizer_ms,
+      m.allreduce_ms, m.allreduce_total_ms, m.step_ms,
       m.time_unix_ms, m.loss_scale, m.step_skipped ? "true" : "false");
 }
 

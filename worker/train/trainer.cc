@@ -227,6 +227,7 @@ class Loop {
     const bool sync =
         micro == accumulate_ - 1 || batch.index == steps_per_epoch - 1;
     if (micro == 0) s_.optimizer->zero_grad();
+    StepReport m;
     torch::Tensor loss;
     {
       // Forward and loss in the run's precision (precision.h).
@@ -235,6 +236,8 @@ class Loop {
           s_.model->forward(batch.images.to(s_.device, /*non_blocking=*/true)),
           batch.labels.to(s_.device, /*non_blocking=*/true));
     }
+    m.forward_ms = MsSince(compute_start);
+    const auto backward_start = Clock::now();
     s_.reducer->set_require_sync(sync);
     if (sync) s_.reducer->PrepareForBackward();
     torch::Tensor objective = accumulate_ > 1 ? loss / accumulate_ : loss;
@@ -243,6 +246,11 @@ class Loop {
     bool skipped = false;
     if (sync) {
       if (absl::Status s = s_.reducer->Finalize(); !s.ok()) return s;
+    }
+    const double exposed = sync ? s_.reducer->exposed_ms() : 0;
+    m.backward_ms = MsSince(backward_start) - exposed;
+    const auto optimizer_start = Clock::now();
+    if (sync) {
       if (scaled_) {
         // 16-mixed: every rank agrees to skip a step whose gradients
         // overflowed on any rank (grad_scaler.h).
@@ -254,6 +262,7 @@ class Loop {
       }
       if (!skipped) s_.optimizer->step();
     }
+    m.optimizer_ms = MsSince(optimizer_start);
     ++step_;
     if (c_.step) c_.step->store(step_);
     if (trace_.is_open()) {
@@ -262,17 +271,15 @@ class Loop {
       trace_ << '\n' << std::flush;
     }
     const double step_ms = MsSince(step_start);
-    StepReport m;
+    m.compute_ms = m.forward_ms + m.backward_ms + m.optimizer_ms;
     m.rank = c_.rank;
     m.epoch = epoch;
     m.step = step_;
     m.steps_per_epoch = steps_per_epoch;
     m.loss = loss.item<double>();
     m.data_wait_ms = batch.wait_ms;
-    const double exposed = sync ? s_.reducer->exposed_ms() : 0;
     m.allreduce_ms = exposed;
     m.allreduce_total_ms = sync ? s_.reducer->allreduce_ms() : 0;
-    m.compute_ms = MsSince(compute_start) - exposed;
     m.step_ms = step_ms;
     m.samples_per_sec = batch.images.size(0) * 1000.0 / step_ms;
     m.time_unix_ms = absl::ToUnixMillis(absl::Now());

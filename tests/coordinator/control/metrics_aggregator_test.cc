@@ -42,6 +42,25 @@ TEST(MetricsAggregatorTest, SlowestRankAndBoundingPhase) {
   EXPECT_EQ(s.ranks(0).steps_reported(), 10);
 }
 
+TEST(MetricsAggregatorTest, ComputeIsAveragedInItsParts) {
+  MetricsAggregator m;
+  v1::StepMetrics a = Step(0, 10, 0, 9, 1);
+  a.set_forward_ms(2);
+  a.set_backward_ms(6);
+  a.set_optimizer_ms(1);
+  v1::StepMetrics b = Step(0, 14, 0, 13, 1);
+  b.set_forward_ms(4);
+  b.set_backward_ms(8);
+  b.set_optimizer_ms(1);
+  m.AddStep(a);
+  m.AddStep(b);
+  const v1::RankMetrics r = m.Summary().ranks(0);
+  EXPECT_DOUBLE_EQ(r.mean_compute_ms(), 11);
+  EXPECT_DOUBLE_EQ(r.mean_forward_ms(), 3);
+  EXPECT_DOUBLE_EQ(r.mean_backward_ms(), 7);
+  EXPECT_DOUBLE_EQ(r.mean_optimizer_ms(), 1);
+}
+
 TEST(MetricsAggregatorTest, AllreduceBound) {
   MetricsAggregator m;
   m.AddStep(Step(0, 10, 1, 3, 6));

@@ -78,6 +78,9 @@ TEST(TaskConvertTest, BackendsAndReports) {
   s.samples_per_sec = 1000;
   s.data_wait_ms = 1;
   s.compute_ms = 2;
+  s.forward_ms = 0.5;
+  s.backward_ms = 1.25;
+  s.optimizer_ms = 0.25;
   s.allreduce_ms = 3;
   s.allreduce_total_ms = 4;
   s.step_ms = 6;
@@ -93,6 +96,9 @@ TEST(TaskConvertTest, BackendsAndReports) {
   EXPECT_DOUBLE_EQ(m.samples_per_sec(), 1000);
   EXPECT_DOUBLE_EQ(m.data_wait_ms(), 1);
   EXPECT_DOUBLE_EQ(m.compute_ms(), 2);
+  EXPECT_DOUBLE_EQ(m.forward_ms(), 0.5);
+  EXPECT_DOUBLE_EQ(m.backward_ms(), 1.25);
+  EXPECT_DOUBLE_EQ(m.optimizer_ms(), 0.25);
   EXPECT_DOUBLE_EQ(m.allreduce_ms(), 3);
   EXPECT_DOUBLE_EQ(m.allreduce_total_ms(), 4);
   EXPECT_DOUBLE_EQ(m.step_ms(), 6);

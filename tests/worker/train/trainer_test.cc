@@ -8,9 +8,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <opencv2/imgcodecs.hpp>
 #include <random>
 
+#include "loader/cached_dataset.h"
 #include "loader/sampler.h"
 #include "tests/fakes/rank_threads.h"
 #include "worker/model/checkpoint.h"
@@ -62,8 +64,11 @@ class TrainerTest : public ::testing::Test {
     return spec;
   }
 
-  // One rank (its own single-rank gloo communicator) trains `spec`.
-  absl::StatusOr<TrainResult> Run(const TrainSpec& spec) const {
+  // One rank (its own single-rank gloo communicator) trains `spec`;
+  // `on_step` sees every step's report.
+  absl::StatusOr<TrainResult> Run(
+      const TrainSpec& spec,
+      std::function<void(const StepReport&)> on_step = nullptr) const {
     auto comm = SoloCommunicator();
     if (!comm.ok()) return comm.status();
     TrainContext c;
@@ -79,6 +84,7 @@ class TrainerTest : public ::testing::Test {
       so.epoch = epoch;
       return DistributedSamplerIndices(so);
     };
+    c.on_step = std::move(on_step);
     return Train(c);
   }
 
@@ -222,6 +228,45 @@ namespace {
 // with the reason (with CUDA it runs on the GPU it was given).
 // bf16-mixed runs forward and loss under CPU autocast: it trains (finite,
 // falling loss) and its numbers differ from float32's, so autocast was on.
+TEST_F(TrainerTest, StepReportsSplitComputeIntoItsParts) {
+  TrainSpec spec = Spec("");
+  spec.epochs = 1;
+  std::vector<StepReport> steps;
+  auto run = Run(spec, [&](const StepReport& m) { steps.push_back(m); });
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(steps.size(), 8u);
+  for (const StepReport& m : steps) {
+    EXPECT_GT(m.forward_ms, 0) << "step " << m.step;
+    EXPECT_GT(m.backward_ms, 0) << "step " << m.step;
+    EXPECT_GT(m.optimizer_ms, 0) << "step " << m.step;  // Adam ran
+    EXPECT_DOUBLE_EQ(m.compute_ms,
+                     m.forward_ms + m.backward_ms + m.optimizer_ms);
+    EXPECT_LE(m.compute_ms + m.allreduce_ms, m.step_ms);
+  }
+}
+
+TEST_F(TrainerTest, DecodedImagesAreCachedWithoutChangingTheRun) {
+  TrainSpec plain = Spec(Dir("plain"));
+  TrainSpec cached = Spec(Dir("cached"));  // affine augmentation, 2 epochs
+  auto budget = std::make_shared<MemoryBudget>(int64_t{1} << 20);
+  cached.dataset_access.decoded_cache = budget;
+  std::vector<int64_t> used_in_epoch_2;
+  auto b = Run(cached, [&](const StepReport& m) {
+    if (m.epoch == 1) used_in_epoch_2.push_back(budget->used());
+  });
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto a = Run(plain);
+  ASSERT_TRUE(a.ok()) << a.status();
+  // All 30 grayscale 28x28 images were held through the second epoch...
+  ASSERT_FALSE(used_in_epoch_2.empty());
+  for (int64_t used : used_in_epoch_2) {
+    EXPECT_EQ(used, 30 * CachedDataset::ChargeFor(Image(28, 28, 1)));
+  }
+  // ...given back when the task ended, and the augmented run is the same.
+  EXPECT_EQ(budget->used(), 0);
+  ExpectSameModel(a->checkpoint, b->checkpoint);
+}
+
 TEST_F(TrainerTest, Bf16MixedTrainsOnTheCpu) {
   TrainSpec fp32 = Spec(Dir("fp32"));
   fp32.augmentation = "none";
