@@ -113,7 +113,8 @@ int main(int argc, char** argv) {
                      "new rendezvous after a failure, at most this often "
                      "(default 3; 0 = fail at once)");
   submit->add_option("--bucket-cap-bytes", f.bucket_cap_bytes,
-                     "gradient bucket size (default 25 MiB)");
+                     "gradient bucket size (default: 25 MiB on nccl, "
+                     "4 MiB on gloo)");
   submit->add_flag("--watch,-w", watch_after_submit, "watch after submitting");
 
   std::string job_id;

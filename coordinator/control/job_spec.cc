@@ -81,7 +81,8 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
   }
   if (spec->grad_accumulation_steps() == 0)
     spec->set_grad_accumulation_steps(1);
-  if (spec->bucket_cap_bytes() == 0) spec->set_bucket_cap_bytes(25 << 20);
+  // bucket_cap_bytes 0 stays: each rank picks by backend
+  // (DefaultBucketCapBytes in worker/reducer/reducer.h).
   if (!spec->has_max_restarts()) spec->set_max_restarts(3);
   if (spec->snapshot_keep_last() == 0) spec->set_snapshot_keep_last(3);
   if (!spec->has_snapshot_keep_best()) spec->set_snapshot_keep_best(true);
@@ -227,10 +228,10 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
                    "is a CUDA feature): use backend nccl or auto, or "
                    "bf16-mixed on CPUs");
   }
-  if (spec.bucket_cap_bytes() < 1024) {
-    return Invalid(
-        "bucket_cap_bytes",
-        absl::StrCat("must be >= 1024 (got ", spec.bucket_cap_bytes(), ")"));
+  if (spec.bucket_cap_bytes() != 0 && spec.bucket_cap_bytes() < 1024) {
+    return Invalid("bucket_cap_bytes",
+                   absl::StrCat("must be 0 (by backend) or >= 1024 (got ",
+                                spec.bucket_cap_bytes(), ")"));
   }
   if (spec.snapshot_keep_last() < 1 || spec.snapshot_keep_last() > 1000) {
     return Invalid("snapshot_keep_last",

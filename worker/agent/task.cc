@@ -14,6 +14,7 @@
 #include "loader/data_roots.h"
 #include "worker/agent/coordinator_call.h"
 #include "worker/agent/task_convert.h"
+#include "worker/train/compute_threads.h"
 #include "worker/train/trainer.h"
 
 namespace gradsync {
@@ -172,7 +173,7 @@ absl::Status Task::ConfineCheckpointPaths(TrainSpec& spec) const {
 void Task::Run() {
   const v1::Assignment& a = assignment_;
   const v1::JobSpec& spec = a.spec();
-  torch::set_num_threads(1);
+  SetComputeThreads(1);  // LibTorch's pool and the BLAS library's
   absl::Status status;
   TrainResult result;
   // A flusher reports batched metrics twice a second while training.

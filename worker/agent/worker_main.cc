@@ -15,6 +15,7 @@
 #include "loader/cached_dataset.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/health_file.h"
+#include "worker/train/host_allocator.h"
 
 int main(int argc, char** argv) {
   std::string coordinator = "localhost:50051";
@@ -82,6 +83,9 @@ int main(int argc, char** argv) {
   app.add_option("--health-max-age", health_max_age_s, "seconds")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  // Tasks' tensors reuse freed memory instead of faulting in fresh pages
+  // every step (host_allocator.h).
+  gradsync::KeepFreedHostMemory();
   options.dataset_access.decoded_cache =
       std::make_shared<gradsync::MemoryBudget>(decoded_cache_mb << 20);
   if (check_health) {

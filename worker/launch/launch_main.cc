@@ -23,6 +23,8 @@
 #include "worker/comm/devices.h"
 #include "worker/launch/local_launcher.h"
 #include "worker/launch/standalone_rank.h"
+#include "worker/train/compute_threads.h"
+#include "worker/train/host_allocator.h"
 #include "worker/train/precision.h"
 
 namespace {
@@ -161,8 +163,9 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (const int threads = EnvInt("OMP_NUM_THREADS"); threads > 0) {
-      at::set_num_threads(threads);
+      gradsync::SetComputeThreads(threads);
     }
+    gradsync::KeepFreedHostMemory();  // host_allocator.h
     auto result = gradsync::RunStandaloneRank(o, std::cout);
     if (!result.ok()) {
       std::cerr << "[rank " << o.rank << "] " << result.status() << "\n";

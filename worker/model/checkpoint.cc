@@ -26,6 +26,10 @@ namespace fs = std::filesystem;
 using c10::IValue;
 using c10::impl::GenericDict;
 
+// A tensor as the file holds it: on the CPU, contiguous (a channels-last
+// training layout, memory_format.h, is not what a PyTorch model expects).
+at::Tensor Saved(const at::Tensor& t) { return t.cpu().contiguous(); }
+
 // torch.save's zip format (torch::pickle_save's), but without the
 // TorchScript type tags on dicts and lists (torch.jit._pickle.
 // restore_type_tag): Python's torch.load(..., weights_only=True) refuses
@@ -93,15 +97,15 @@ IValue OptimizerState(torch::optim::Optimizer& optimizer) {
     if (adam != nullptr) {
       const auto& s = static_cast<torch::optim::AdamParamState&>(*it->second);
       entry.insert("step", torch::tensor(static_cast<float>(s.step())));
-      entry.insert("exp_avg", s.exp_avg().cpu());
-      entry.insert("exp_avg_sq", s.exp_avg_sq().cpu());
+      entry.insert("exp_avg", Saved(s.exp_avg()));
+      entry.insert("exp_avg_sq", Saved(s.exp_avg_sq()));
       if (s.max_exp_avg_sq().defined()) {
-        entry.insert("max_exp_avg_sq", s.max_exp_avg_sq().cpu());
+        entry.insert("max_exp_avg_sq", Saved(s.max_exp_avg_sq()));
       }
     } else {
       const auto& s = static_cast<torch::optim::SGDParamState&>(*it->second);
       entry.insert("momentum_buffer", s.momentum_buffer().defined()
-                                          ? IValue(s.momentum_buffer().cpu())
+                                          ? IValue(Saved(s.momentum_buffer()))
                                           : IValue());
     }
     state.insert(static_cast<int64_t>(i), entry);
@@ -154,7 +158,8 @@ absl::Status RestoreOptimizer(const GenericDict& saved, const std::string& name,
     const std::string key = StateKey(params[i]);
     // Saved on the CPU; restored onto the parameter's device.
     auto restore = [&](const char* name) {
-      return entry.at(name).toTensor().to(params[i].options(), false, true);
+      return entry.at(name).toTensor().to(params[i].options(), false, true,
+                                          params[i].suggest_memory_format());
     };
     if (adam != nullptr) {
       if (!entry.contains("exp_avg")) {
@@ -239,10 +244,10 @@ absl::StatusOr<std::string> WriteCheckpoint(
   }
   c10::Dict<std::string, at::Tensor> weights;
   for (const auto& item : model.named_parameters()) {
-    weights.insert(item.key(), item.value().detach().cpu());
+    weights.insert(item.key(), Saved(item.value().detach()));
   }
   for (const auto& item : model.named_buffers()) {
-    weights.insert(item.key(), item.value().detach().cpu());
+    weights.insert(item.key(), Saved(item.value().detach()));
   }
   c10::Dict<std::string, std::string> meta;
   for (const auto& [key, value] : metadata) meta.insert(key, value);

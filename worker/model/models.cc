@@ -25,8 +25,8 @@ class FashionCnn : public ImageClassifier {
     fc3 = register_module("fc3", nn::Linear(120, s.classes));
   }
   torch::Tensor forward(torch::Tensor x) override {
-    x = layer2->forward(layer1->forward(x));
-    x = x.view({x.size(0), -1});
+    x = ConvBnPoolRelu(*layer2, ConvBnPoolRelu(*layer1, x));
+    x = x.reshape({x.size(0), -1});  // copies a channels-last x
     // The seeds apply nn.Dropout2d(0.25) to the (N, 600) activations.
     x = PythonDropout2d(fc1->forward(x), 0.25, is_training());
     return fc3->forward(fc2->forward(x));
@@ -38,6 +38,12 @@ class FashionCnn : public ImageClassifier {
 };
 
 }  // namespace
+
+torch::Tensor ConvBnPoolRelu(nn::SequentialImpl& layer, torch::Tensor x) {
+  x = layer[1]->as<nn::BatchNorm2d>()->forward(
+      layer[0]->as<nn::Conv2d>()->forward(x));
+  return torch::relu(layer[3]->as<nn::MaxPool2d>()->forward(x));
+}
 
 torch::Tensor PythonDropout2d(const torch::Tensor& x, double p, bool training) {
   // Python calls feature_dropout on the tensor as it is; LibTorch's
@@ -60,8 +66,9 @@ class LeNet : public ImageClassifier {
     fc3 = register_module("fc3", nn::Linear(84, s.classes));
   }
   torch::Tensor forward(torch::Tensor x) override {
-    x = torch::max_pool2d(torch::relu(conv1->forward(x)), 2);
-    x = torch::max_pool2d(torch::relu(conv2->forward(x)), 2);
+    // Pooling before ReLU: see ConvBnPoolRelu.
+    x = torch::relu(torch::max_pool2d(conv1->forward(x), 2));
+    x = torch::relu(torch::max_pool2d(conv2->forward(x), 2));
     x = x.flatten(1);
     x = torch::relu(fc1->forward(x));
     x = torch::relu(fc2->forward(x));

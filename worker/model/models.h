@@ -35,6 +35,14 @@ struct ModelShape {
 // Dropout2d module does for 2-D input.
 torch::Tensor PythonDropout2d(const torch::Tensor& x, double p, bool training);
 
+// One of fashion_cnn's conv-bn-ReLU-max-pool Sequentials, run as conv, bn,
+// max-pool, ReLU: relu(maxpool(x)) equals maxpool(relu(x)) in value and in
+// gradient for every x (ReLU is monotonic, the pool picks the same element,
+// and ReLU passes gradient only where that element is > 0), and ReLU then
+// touches a quarter of the elements. Parameter names stay PyTorch's.
+torch::Tensor ConvBnPoolRelu(torch::nn::SequentialImpl& layer,
+                             torch::Tensor x);
+
 // INVALID_ARGUMENT for an unknown name or a shape the model cannot take
 // (fashion_cnn needs 28x28).
 absl::StatusOr<std::shared_ptr<ImageClassifier>> MakeModel(

@@ -124,14 +124,27 @@ int Reducer::launched_during_backward() const {
   return launched_during_backward_;
 }
 
+int64_t DefaultBucketCapBytes(Backend backend) {
+  return backend == Backend::kGloo ? int64_t{4} << 20 : int64_t{25} << 20;
+}
+
 absl::Status Reducer::BroadcastModel(torch::nn::Module& module,
                                      Communicator& comm) {
   torch::NoGradGuard no_grad;
+  // Communicators take contiguous tensors; a channels-last parameter goes
+  // through a contiguous copy.
+  auto broadcast = [&comm](torch::Tensor t) {
+    if (t.is_contiguous()) return comm.Broadcast(t, 0);
+    torch::Tensor staged = t.contiguous();
+    if (absl::Status s = comm.Broadcast(staged, 0); !s.ok()) return s;
+    t.copy_(staged);
+    return absl::OkStatus();
+  };
   for (torch::Tensor t : module.parameters()) {
-    if (absl::Status s = comm.Broadcast(t, 0); !s.ok()) return s;
+    if (absl::Status s = broadcast(t); !s.ok()) return s;
   }
   for (torch::Tensor t : module.buffers()) {
-    if (absl::Status s = comm.Broadcast(t, 0); !s.ok()) return s;
+    if (absl::Status s = broadcast(t); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

@@ -41,6 +41,14 @@
 
 namespace gradsync {
 
+// The bucket size when a job names none: DDP's 25 MiB for NCCL; 4 MiB for
+// gloo, where an all-reduce of 4 MiB already runs near its peak bandwidth
+// and a large gradient that is ready early in backward (fashion_cnn's fc1,
+// 5.5 MB) goes at once instead of waiting in one bucket with the
+// convolutions' gradients, ready only at the end: fashion_cnn's exposed
+// all-reduce fell from 15 to 3.7 ms a step (bench/README.md).
+int64_t DefaultBucketCapBytes(Backend backend);
+
 struct ReducerOptions {
   int64_t bucket_cap_bytes = 25 << 20;
   int64_t first_bucket_cap_bytes = 1 << 20;

@@ -12,9 +12,11 @@
 #include "loader/exception_status.h"
 #include "loader/image_folder_index.h"
 #include "worker/model/checkpoint.h"
+#include "worker/model/memory_format.h"
 #include "worker/model/models.h"
 #include "worker/reducer/reducer.h"
 #include "worker/train/evaluate.h"
+#include "worker/train/fused_adam.h"
 #include "worker/train/grad_scaler.h"
 #include "worker/train/precision.h"
 #include "worker/train/resume.h"
@@ -50,14 +52,16 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(
                     .momentum(spec.momentum)
                     .weight_decay(spec.weight_decay));
   }
-  return std::make_unique<torch::optim::Adam>(
+  return std::make_unique<FusedAdam>(
       params, torch::optim::AdamOptions(spec.learning_rate)
                   .weight_decay(spec.weight_decay));
 }
 
-ReducerOptions MakeReducerOptions(const TrainSpec& spec) {
+ReducerOptions MakeReducerOptions(const TrainSpec& spec, Backend backend) {
   ReducerOptions ro;
-  if (spec.bucket_cap_bytes > 0) ro.bucket_cap_bytes = spec.bucket_cap_bytes;
+  ro.bucket_cap_bytes = spec.bucket_cap_bytes > 0
+                            ? spec.bucket_cap_bytes
+                            : DefaultBucketCapBytes(backend);
   ro.first_bucket_cap_bytes =
       std::min(ro.first_bucket_cap_bytes, ro.bucket_cap_bytes);
   if (spec.compression == WireCompression::kFp16) {
@@ -142,11 +146,14 @@ absl::Status BuildModel(const TrainContext& c, Session& s) {
     return st;
   }
   s.model->to(s.device);
+  // On the CPU, convolutions and what follows them run faster in NHWC
+  // (memory_format.h); on CUDA the layout stays as PyTorch's default.
+  if (s.device.is_cpu()) UseChannelsLast(*s.model);
   if (absl::Status st = Reducer::BroadcastModel(*s.model, *c.comm); !st.ok()) {
     return st;
   }
   auto reducer = Reducer::Create(s.model->parameters(), c.comm,
-                                 MakeReducerOptions(c.spec));
+                                 MakeReducerOptions(c.spec, c.comm->backend()));
   if (!reducer.ok()) return reducer.status();
   s.reducer = std::move(*reducer);
   s.optimizer = MakeOptimizer(c.spec, s.model->parameters());
@@ -226,6 +233,9 @@ class Loop {
     const int micro = static_cast<int>(batch.index % accumulate_);
     const bool sync =
         micro == accumulate_ - 1 || batch.index == steps_per_epoch - 1;
+    // Zeroed, not reset to none: measured, dropping the gradients (5.5 MB
+    // for fashion_cnn) made the next forward 10 ms slower, the allocator
+    // handing their pages back and faulting fresh ones in.
     if (micro == 0) s_.optimizer->zero_grad();
     StepReport m;
     torch::Tensor loss;

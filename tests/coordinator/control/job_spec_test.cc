@@ -34,7 +34,7 @@ TEST(JobSpecTest, DefaultsAreTorchLike) {
   EXPECT_EQ(spec.world_size().min_workers(), 2);
   EXPECT_EQ(spec.collective_timeout_ms(), 60000);
   EXPECT_EQ(spec.grad_accumulation_steps(), 1);
-  EXPECT_EQ(spec.bucket_cap_bytes(), 25 << 20);
+  EXPECT_EQ(spec.bucket_cap_bytes(), 0);  // by backend, on the ranks
   EXPECT_EQ(spec.max_restarts(), 3);
 }
 

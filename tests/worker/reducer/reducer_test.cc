@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "tests/fakes/rank_threads.h"
+#include "worker/model/memory_format.h"
 #include "worker/model/models.h"
 
 namespace gradsync {
@@ -38,7 +39,8 @@ std::vector<torch::Tensor> Train(int rank, int world, Communicator* comm,
                                  const torch::Tensor& x, const torch::Tensor& y,
                                  int steps, ReducerOptions ro,
                                  int accumulate = 1,
-                                 torch::Device device = torch::kCPU) {
+                                 torch::Device device = torch::kCPU,
+                                 bool channels_last = false) {
   std::shared_ptr<ImageClassifier> model;
   {
     // The global generator is shared by the rank threads: seed and build
@@ -49,6 +51,7 @@ std::vector<torch::Tensor> Train(int rank, int world, Communicator* comm,
     model = *MakeModel("lenet", Shape());
   }
   model->to(device);
+  if (channels_last) UseChannelsLast(*model);  // as the trainer on CPU
   EXPECT_TRUE(Reducer::BroadcastModel(*model, *comm).ok());
   auto reducer = Reducer::Create(model->parameters(), comm, ro);
   EXPECT_TRUE(reducer.ok()) << reducer.status();
@@ -80,7 +83,8 @@ std::vector<torch::Tensor> Train(int rank, int world, Communicator* comm,
 }
 
 void ExpectEquivalent(int world, ReducerOptions ro, double rtol = 1e-4,
-                      double atol = 1e-5, int accumulate = 1) {
+                      double atol = 1e-5, int accumulate = 1,
+                      bool channels_last = false) {
   if (const std::string why = CannotRunRanks(kBackend, world); !why.empty()) {
     GTEST_SKIP() << why;
   }
@@ -102,7 +106,7 @@ void ExpectEquivalent(int world, ReducerOptions ro, double rtol = 1e-4,
   RunRanks(kBackend, world, absl::Seconds(60), [&](int r, Communicator& comm) {
     at::set_num_threads(1);
     got[r] = Train(r, world, &comm, x, y, 5, ro, accumulate,
-                   RankDevice(kBackend, r));
+                   RankDevice(kBackend, r), channels_last);
   });
   for (int r = 0; r < world; ++r) {
     ASSERT_EQ(got[r].size(), expected.size());
@@ -128,6 +132,13 @@ TEST(ReducerTest, ManySmallBucketsGiveTheSameResult) {
 
 TEST(ReducerTest, GradientAccumulationMatchesTheWholeBatch) {
   ExpectEquivalent(2, {}, 1e-4, 1e-5, /*accumulate=*/2);
+}
+
+// The ranks' convolution weights are channels-last (memory_format.h), the
+// single process's are not: broadcast, buckets and copies back respect the
+// layout.
+TEST(ReducerTest, ChannelsLastRanksEqualOneDoubleBatch) {
+  ExpectEquivalent(2, {}, 1e-4, 1e-5, 1, /*channels_last=*/true);
 }
 
 TEST(ReducerTest, Fp16AndBf16CompressionStayClose) {
@@ -165,6 +176,37 @@ TEST(ReducerTest, BucketsFollowDdpLayout) {
   }
 }
 
+// Gloo's default cap puts fashion_cnn's fc1.weight (5.5 MB, ready early in
+// backward) in a bucket of its own, before the bucket of the convolutions'
+// gradients (ready last); DDP's 25 MiB would put them together.
+TEST(ReducerTest, GlooDefaultCapSendsALargeEarlyGradientAlone) {
+  EXPECT_EQ(DefaultBucketCapBytes(Backend::kNccl), 25 << 20);
+  auto comm = SoloCommunicator();
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  auto model = *MakeModel("fashion_cnn", ModelShape{});
+  std::vector<std::string> names;
+  for (const auto& p : model->named_parameters()) names.push_back(p.key());
+  auto bucket_names = [&](const ReducerOptions& ro) {
+    auto reducer = Reducer::Create(model->parameters(), comm->get(), ro);
+    EXPECT_TRUE(reducer.ok()) << reducer.status();
+    std::vector<std::vector<std::string>> out;
+    for (int b = 0; b < (*reducer)->num_buckets(); ++b) {
+      out.emplace_back();
+      for (int i : (*reducer)->bucket_params(b)) out.back().push_back(names[i]);
+    }
+    return out;
+  };
+  ReducerOptions gloo;
+  gloo.bucket_cap_bytes = DefaultBucketCapBytes(Backend::kGloo);
+  const auto buckets = bucket_names(gloo);
+  ASSERT_EQ(buckets.size(), 3u);
+  EXPECT_EQ(buckets[1], std::vector<std::string>{"fc1.weight"});
+  EXPECT_EQ(buckets[2].back(), "layer1.0.weight");
+  const auto ddp = bucket_names({});
+  ASSERT_EQ(ddp.size(), 2u);  // fc1.weight waits with the convolutions
+  EXPECT_EQ(ddp[1].front(), "fc1.weight");
+}
+
 // The seeds' Dropout2d on (N, 600) drops single activations in Python; a
 // whole sample's activations are never all dropped together.
 TEST(ModelsTest, Dropout2dOnFlatActivationsDropsElementsLikePython) {
@@ -177,6 +219,39 @@ TEST(ModelsTest, Dropout2dOnFlatActivationsDropsElementsLikePython) {
   EXPECT_FLOAT_EQ(y.max().item<float>(), 1 / 0.75f);
   EXPECT_TRUE(torch::equal(PythonDropout2d(torch::ones({4, 6}), 0.25, false),
                            torch::ones({4, 6})));
+}
+
+// The layer's PyTorch order (Sequential: conv, bn, ReLU, pool) and the
+// pool-before-ReLU order give the same outputs and gradients, bit for bit,
+// also where windows hold ties and values <= 0.
+TEST(ModelsTest, PoolingBeforeReluIsTheSameFunction) {
+  for (bool channels_last : {false, true}) {
+    torch::manual_seed(5);
+    torch::nn::Sequential layer(
+        torch::nn::Conv2d(torch::nn::Conv2dOptions(2, 4, 3).padding(1)),
+        torch::nn::BatchNorm2d(4), torch::nn::ReLU(),
+        torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2)));
+    if (channels_last) UseChannelsLast(*layer);
+    // Rounded inputs make equal values (ties) common.
+    const torch::Tensor x = (torch::randn({3, 2, 8, 8}) * 2).round();
+    auto run = [&](bool pytorch_order) {
+      layer->zero_grad();
+      torch::Tensor in = x.clone().requires_grad_(true);
+      torch::Tensor out =
+          pytorch_order ? layer->forward(in) : ConvBnPoolRelu(*layer, in);
+      (out * torch::arange(out.numel()).view(out.sizes())).sum().backward();
+      std::vector<torch::Tensor> r = {out.detach(), in.grad()};
+      for (const auto& p : layer->parameters()) r.push_back(p.grad().clone());
+      return r;
+    };
+    const auto a = run(true), b = run(false);
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_GT(a[0].eq(0).sum().item<int64_t>(), 0);  // ReLU cut something
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_TRUE(torch::equal(a[i], b[i]))
+          << "tensor " << i << (channels_last ? " (channels-last)" : "");
+    }
+  }
 }
 
 TEST(ModelsTest, ShapesAndNames) {
