@@ -4,6 +4,8 @@ on loopback, float32 sizes 1 KB .. 64 MB, gradsync's gloo communicator
 (gradsync-bench-allreduce, one process per rank) vs torch.distributed gloo
 all_reduce (python3-torch, one process per rank), same run. Prints algbw and
 busbw (nccl-tests definitions) and the ratio gradsync / torch per size.
+The same run measures the ceiling, bare loopback TCP one way ("stream")
+and both ways at once ("exchange"), and prints gradsync's busbw against it.
 Small-message latency on a small VM is dominated by thread wake-ups and
 moves by 2-5x between runs, so the two sides run alternately for --rounds
 rounds and each size reports the median time of each side.
@@ -48,6 +50,89 @@ def torch_rank(rank, world, init, max_bytes, iters_max, out):
     dist.destroy_process_group()
 
 
+def tcp_rank(role, port_file, max_bytes, iters_max, out):
+    """The ceiling: bare loopback TCP between two processes, 1 MiB writes,
+    the receiver reading into one reused buffer (as iperf does). For each
+    size, "stream" sends it one way; "exchange" sends it both ways at once
+    (a sender thread beside the receiving one), which is the least any
+    2-rank all-reduce of that size must move (each rank sends and receives
+    the whole buffer: half in the reduce-scatter, half in the all-gather)."""
+    import socket
+    import threading
+    if role == 0:
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        with open(port_file + ".tmp", "w") as f:
+            f.write(str(listener.getsockname()[1]))
+        os.rename(port_file + ".tmp", port_file)
+        sock, _ = listener.accept()
+    else:
+        while not os.path.exists(port_file):
+            time.sleep(0.01)
+        with open(port_file) as f:
+            sock = socket.create_connection(("127.0.0.1", int(f.read())))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    chunk = 1 << 20
+    data = memoryview(bytearray(max_bytes))
+    landing = memoryview(bytearray(chunk))
+
+    def send(n):
+        for offset in range(0, n, chunk):
+            sock.sendall(data[offset:min(n, offset + chunk)])
+
+    def receive(n):
+        while n > 0:
+            n -= sock.recv_into(landing, min(n, chunk))
+
+    def ack():  # one byte back: the last byte arrived
+        if role == 1:
+            sock.sendall(b"k")
+        else:
+            receive(1)
+
+    rows = []
+    size = 1024
+    while size <= max_bytes:
+        iters = max(5, min(iters_max, (1 << 30) // size))
+        times = []
+        for mode in ("stream", "exchange"):
+            for i in range(iters + 2):  # two warm-up rounds
+                start = time.perf_counter()
+                if mode == "stream":
+                    send(size) if role == 0 else receive(size)
+                else:
+                    t = threading.Thread(target=send, args=(size,))
+                    t.start()
+                    receive(size)
+                    t.join()
+                ack()
+                if i == 1:
+                    start_all = time.perf_counter()
+            times.append((time.perf_counter() - start_all) / iters)
+        rows.append((size, times[0], times[1]))
+        size *= 4
+    if role == 0:
+        with open(out, "w") as f:
+            for size, stream, exchange in rows:
+                f.write(f"{size},{stream},{exchange}\n")
+
+
+def run_tcp(a):
+    """One run of the bare TCP ceiling: {bytes: (stream s, exchange s)}."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "tcp.csv")
+        procs = [subprocess.Popen(
+            [sys.executable, __file__, "--tcp-rank", str(r), "--init",
+             os.path.join(tmp, "port"), "--out", out, "--max-bytes",
+             str(a.max_bytes), "--iters", str(a.iters)]) for r in range(2)]
+        if any(pr.wait() != 0 for pr in procs):
+            sys.exit("tcp ceiling processes failed")
+        with open(out) as f:
+            return {int(size): (float(st), float(ex)) for size, st, ex in
+                    (line.strip().split(",") for line in f)}
+
+
 def run_gradsync(a):
     """One run of gradsync-bench-allreduce: {bytes: seconds}."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -87,21 +172,30 @@ def main():
     p.add_argument("--iters", type=int, default=200)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--torch-rank", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--tcp-rank", type=int, help=argparse.SUPPRESS)
     p.add_argument("--init", help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.torch_rank is not None:
         torch_rank(a.torch_rank, 2, a.init, a.max_bytes, a.iters, a.out)
         return 0
-    ours, theirs = {}, {}
+    if a.tcp_rank is not None:
+        tcp_rank(a.tcp_rank, a.init, a.max_bytes, a.iters, a.out)
+        return 0
+    ours, theirs, stream, exchange = {}, {}, {}, {}
     for r in range(a.rounds):
         for size, s in run_gradsync(a).items():
             ours.setdefault(size, []).append(s)
         for size, s in run_torch(a).items():
             theirs.setdefault(size, []).append(s)
+        for size, (st, ex) in run_tcp(a).items():
+            stream.setdefault(size, []).append(st)
+            exchange.setdefault(size, []).append(ex)
         print(f"round {r + 1}/{a.rounds} done", file=sys.stderr, flush=True)
     ours = {k: statistics.median(v) for k, v in ours.items()}
     theirs = {k: statistics.median(v) for k, v in theirs.items()}
+    stream = {k: statistics.median(v) for k, v in stream.items()}
+    exchange = {k: statistics.median(v) for k, v in exchange.items()}
     print(f"== all-reduce, 2 ranks on loopback, float32, sum, median of "
           f"{a.rounds} alternating rounds ==")
     print(f"{'bytes':>10}  {'gradsync us':>11}  {'algbw GB/s':>10}  "
@@ -114,6 +208,18 @@ def main():
               f"{t * 1e6:>9.1f}  {ta:>10.3f}  {ta:>10.3f}  {t / g:>5.2f}x")
     print("(busbw = algbw * 2(n-1)/n = algbw for n = 2; ratio = torch time / "
           "gradsync time, > 1 means gradsync is faster)")
+    print()
+    print("== ceiling: bare loopback TCP, same run (GB/s) ==")
+    print(f"{'bytes':>10}  {'stream':>7}  {'exchange':>8}  "
+          f"{'gradsync busbw / stream':>23}  {'/ exchange':>10}")
+    for size in sorted(ours):
+        g = size / ours[size] / 1e9
+        st, ex = size / stream[size] / 1e9, size / exchange[size] / 1e9
+        print(f"{size:>10}  {st:>7.3f}  {ex:>8.3f}  {g / st:>23.2f}  "
+              f"{g / ex:>10.2f}")
+    print("(stream: the bytes one way; exchange: the same bytes both ways at "
+          "once, what a 2-rank all-reduce moves at least; goal busbw >= 0.7 "
+          "of the stream from 4 MB)")
     return 0
 
 
