@@ -1,7 +1,6 @@
 #include "loader/batch_loader.h"
 
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <algorithm>
 
@@ -10,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "gradsync/config.h"
 #include "loader/exception_status.h"
+#include "loader/memory_budget.h"
 
 #if GRADSYNC_WITH_OPENCV
 #include <opencv2/core/utility.hpp>
@@ -69,7 +69,7 @@ absl::StatusOr<std::unique_ptr<BatchLoader>> BatchLoader::Create(
   const double budget =
       o.max_slot_bytes > 0
           ? double(o.max_slot_bytes)
-          : double(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE) / 2;
+          : double(PhysicalMemoryBytes()) / 2;
   if (slots * slot_bytes > budget) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "loader: %d threads x %d prefetch_depth x batch_size %d of %dx%dx%d "

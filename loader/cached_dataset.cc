@@ -1,7 +1,5 @@
 #include "loader/cached_dataset.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 
 #include "absl/status/status.h"
@@ -53,9 +51,7 @@ absl::StatusOr<Image> CachedDataset::Load(int64_t index) const {
 }
 
 int64_t DefaultDecodedCacheBytes() {
-  const int64_t physical =
-      static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
-  return std::min<int64_t>(physical / 8, int64_t{2} << 30);
+  return std::min<int64_t>(PhysicalMemoryBytes() / 8, int64_t{2} << 30);
 }
 
 }  // namespace gradsync

@@ -1,13 +1,22 @@
 // MemoryBudget: a byte allowance that several users draw from and give back
-// to (the decoded-sample caches of one worker process share one).
+// to (the decoded-sample caches of one worker process share one), and the
+// host's physical memory that default budgets are a share of.
 //
 // Thread-safe: TryCharge and Release may be called from any thread.
 #pragma once
+
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
 
 namespace gradsync {
+
+// This host's physical memory in bytes.
+inline int64_t PhysicalMemoryBytes() {
+  return static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) *
+         ::sysconf(_SC_PAGESIZE);
+}
 
 class MemoryBudget {
  public:
