@@ -65,10 +65,11 @@ struct StepReport {
   double loss = 0;
   double samples_per_sec = 0;
   double data_wait_ms = 0;
-  // forward_ms + backward_ms + optimizer_ms: forward and loss; backward
-  // with the reducer's hooks and the wait for the last buckets less
-  // allreduce_ms; unscaling and the optimizer step. On CUDA these are host
-  // times (work queued) and the loss read waits for the device.
+  // forward_ms + backward_ms + optimizer_ms: zeroing the gradients, forward
+  // and loss; backward with the reducer's hooks and the wait for the last
+  // buckets less allreduce_ms; unscaling and the optimizer step. On CUDA
+  // these are host times (work queued) and the loss read waits for the
+  // device.
   double compute_ms = 0;
   double forward_ms = 0, backward_ms = 0, optimizer_ms = 0;
   double allreduce_ms = 0;        // exposed (not overlapped)

@@ -233,9 +233,10 @@ class Loop {
     const int micro = static_cast<int>(batch.index % accumulate_);
     const bool sync =
         micro == accumulate_ - 1 || batch.index == steps_per_epoch - 1;
-    // Zeroed, not reset to none: measured, dropping the gradients (5.5 MB
-    // for fashion_cnn) made the next forward 10 ms slower, the allocator
-    // handing their pages back and faulting fresh ones in.
+    // Zeroed, not reset to none: measured before host_allocator.h's malloc
+    // setting, dropping the gradients (5.5 MB for fashion_cnn) made the
+    // next forward 10 ms slower (their pages went back to the kernel and
+    // fresh ones faulted in); not measured again with it.
     if (micro == 0) s_.optimizer->zero_grad();
     StepReport m;
     torch::Tensor loss;
