@@ -2,35 +2,46 @@
 
 #include <algorithm>
 
+#include "worker/train/precision.h"
+
 namespace gradsync {
 
 absl::StatusOr<EvalReport> Evaluate(ImageClassifier& model,
                                     const torch::Device& device,
-                                    BatchLoader& loader,
+                                    Precision precision, BatchLoader& loader,
                                     const std::vector<int64_t>& indices,
                                     int epoch, Communicator& comm) {
   model.eval();
   torch::NoGradGuard no_grad;
   if (absl::Status s = loader.StartEpoch(epoch, indices); !s.ok()) return s;
-  double correct = 0, loss_sum = 0, count = 0;
+  // Summed on the device and read once, not once per batch.
+  torch::Tensor correct = torch::zeros(
+      {}, torch::TensorOptions().dtype(torch::kDouble).device(device));
+  torch::Tensor loss_sum = torch::zeros_like(correct);
+  int64_t count = 0;
   Batch batch;
   while (true) {
     auto got = loader.Next(&batch);
     if (!got.ok()) return got.status();
     if (!*got) break;
-    torch::Tensor logits =
-        model.forward(batch.images.to(device)).to(torch::kCPU);
+    torch::Tensor logits;
+    {
+      // In the training precision, as Lightning evaluates.
+      AutocastScope autocast(precision, device);
+      logits = model.forward(batch.images.to(device));
+    }
+    logits = logits.to(torch::kFloat);
+    const torch::Tensor labels = batch.labels.to(device);
     loss_sum += torch::nn::functional::cross_entropy(
-                    logits, batch.labels,
-                    torch::nn::functional::CrossEntropyFuncOptions().reduction(
-                        torch::kSum))
-                    .item<double>();
-    correct += logits.argmax(1).eq(batch.labels).sum().item<double>();
+        logits, labels,
+        torch::nn::functional::CrossEntropyFuncOptions().reduction(
+            torch::kSum));
+    correct += logits.argmax(1).eq(labels).sum();
     count += batch.images.size(0);
   }
-  torch::Tensor totals =
-      torch::tensor({static_cast<float>(correct), static_cast<float>(loss_sum),
-                     static_cast<float>(count)});
+  torch::Tensor totals = torch::tensor(
+      {static_cast<float>(correct.item<double>()),
+       static_cast<float>(loss_sum.item<double>()), static_cast<float>(count)});
   if (absl::Status s = comm.AllReduce(totals, ReduceOp::kSum); !s.ok()) {
     return s;
   }

@@ -2,7 +2,8 @@
 // over its part of the eval split (the coordinator's eval shards cover
 // every sample exactly once, no padding), then one all-reduce sums correct
 // predictions, loss and counts over the ranks, so every rank gets the same
-// EvalReport. Thread safety: the training thread; a collective.
+// EvalReport. The forward pass runs under `precision`'s autocast, as in
+// training. Thread safety: the training thread; a collective.
 #pragma once
 
 #include <torch/torch.h>
@@ -20,7 +21,7 @@ namespace gradsync {
 
 absl::StatusOr<EvalReport> Evaluate(ImageClassifier& model,
                                     const torch::Device& device,
-                                    BatchLoader& loader,
+                                    Precision precision, BatchLoader& loader,
                                     const std::vector<int64_t>& indices,
                                     int epoch, Communicator& comm);
 

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -15,6 +16,8 @@
 #include "worker/model/memory_format.h"
 #include "worker/model/models.h"
 #include "worker/reducer/reducer.h"
+#include "worker/train/cuda_host_to_device.h"
+#include "worker/train/device_feeder.h"
 #include "worker/train/evaluate.h"
 #include "worker/train/fused_adam.h"
 #include "worker/train/grad_scaler.h"
@@ -25,6 +28,10 @@ namespace gradsync {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Longest wait for one host-device copy (a batch, the loss) before the step
+// fails naming it; copies take milliseconds, so only a wedged GPU gets here.
+constexpr absl::Duration kTransferTimeout = absl::Minutes(2);
 
 double MsSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
@@ -90,6 +97,8 @@ struct Session {
   torch::Device device{torch::kCPU};
   std::unique_ptr<Reducer> reducer;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  // The GPU's copy stream (device_feeder.h); null on the CPU.
+  std::unique_ptr<HostToDevice> transfers;
 };
 
 // The data sets and their loaders (the eval loader without augmentation).
@@ -146,6 +155,11 @@ absl::Status BuildModel(const TrainContext& c, Session& s) {
     return st;
   }
   s.model->to(s.device);
+  if (s.device.is_cuda()) {
+    auto transfers = CreateCudaHostToDevice(s.device.index());
+    if (!transfers.ok()) return transfers.status();
+    s.transfers = std::move(*transfers);
+  }
   // On the CPU, convolutions and what follows them run faster in NHWC
   // (memory_format.h); on CUDA the layout stays as PyTorch's default.
   if (s.device.is_cpu()) UseChannelsLast(*s.model);
@@ -171,6 +185,8 @@ class Loop {
         accumulate_(std::max(1, c.spec.grad_accumulation_steps)),
         scaled_(c.spec.precision == Precision::k16Mixed),
         scaler_(start.scaler.value_or(ScalerState{})),
+        transfers_(c.transfers != nullptr ? c.transfers : s.transfers.get()),
+        feeder_(transfers_, kTransferTimeout),
         metadata_(c.metadata) {
     metadata_["job_spec"] = c.spec.description;
     metadata_["precision"] = PrecisionName(c.spec.precision);
@@ -202,10 +218,13 @@ class Loop {
     auto indices = c_.shard(epoch, /*eval=*/false);
     if (!indices.ok()) return indices.status();
     const int64_t first_batch = epoch == start_.epoch ? start_.epoch_batch : 0;
+    // No copy may still read a loader slot when the loader starts over.
+    if (absl::Status s = feeder_.Drain(); !s.ok()) return s;
     if (absl::Status s = s_.loader->StartEpoch(epoch, *indices, first_batch);
         !s.ok()) {
       return s;
     }
+    feeder_.Start([this](Batch* b) { return s_.loader->Next(b); });
     s_.model->train();
     Batch batch;
     while (true) {
@@ -213,9 +232,9 @@ class Loop {
         return absl::CancelledError("training cancelled");
       }
       const auto step_start = Clock::now();
-      auto got = s_.loader->Next(&batch);
+      auto got = feeder_.Next(&batch);
       if (!got.ok()) return got.status();
-      if (!*got) return absl::OkStatus();
+      if (!*got) return FlushReport();
       if (absl::Status s = TrainStep(epoch, batch, step_start); !s.ok()) {
         return s;
       }
@@ -241,11 +260,11 @@ class Loop {
     StepReport m;
     torch::Tensor loss;
     {
-      // Forward and loss in the run's precision (precision.h).
+      // Forward and loss in the run's precision (precision.h), on the batch
+      // the feeder already put on the device.
       AutocastScope autocast(c_.spec.precision, s_.device);
       loss = torch::nn::functional::cross_entropy(
-          s_.model->forward(batch.images.to(s_.device, /*non_blocking=*/true)),
-          batch.labels.to(s_.device, /*non_blocking=*/true));
+          s_.model->forward(batch.images), batch.labels);
     }
     m.forward_ms = MsSince(compute_start);
     const auto backward_start = Clock::now();
@@ -287,7 +306,6 @@ class Loop {
     m.epoch = epoch;
     m.step = step_;
     m.steps_per_epoch = steps_per_epoch;
-    m.loss = loss.item<double>();
     m.data_wait_ms = batch.wait_ms;
     m.allreduce_ms = exposed;
     m.allreduce_total_ms = sync ? s_.reducer->allreduce_ms() : 0;
@@ -300,11 +318,40 @@ class Loop {
     if (c_.checksum_every > 0 && step_ % c_.checksum_every == 0) {
       if (absl::Status s = CheckParameters(m); !s.ok()) return s;
     }
-    if (c_.on_step) c_.on_step(m);
+    if (absl::Status s = Report(m, loss); !s.ok()) return s;
     const int64_t interval = c_.spec.checkpoint_interval_steps;
     if (sync && interval > 0 && step_ % interval == 0) {
       return Checkpoint(epoch, batch.index + 1);
     }
+    return absl::OkStatus();
+  }
+
+  // Hands a step's report, with its loss, to on_step. On the CPU the loss
+  // is read at once. On a GPU reading it at once would stop the host until
+  // the optimizer's kernels finish, so its copy to the host is queued and
+  // the report goes out when the next step ends (the copy long done by
+  // then), or at the end of the epoch, or before a checkpoint.
+  absl::Status Report(const StepReport& m, const torch::Tensor& loss) {
+    if (transfers_ == nullptr) {
+      StepReport now = m;
+      now.loss = loss.item<double>();
+      if (c_.on_step) c_.on_step(now);
+      return absl::OkStatus();
+    }
+    if (absl::Status s = FlushReport(); !s.ok()) return s;
+    if (absl::Status s = transfers_->ReadScalarAsync(loss); !s.ok()) return s;
+    pending_ = m;
+    return absl::OkStatus();
+  }
+
+  // Sends the report Report() held back, if any.
+  absl::Status FlushReport() {
+    if (!pending_) return absl::OkStatus();
+    auto loss = transfers_->ReadScalar(kTransferTimeout);
+    if (!loss.ok()) return loss.status();
+    pending_->loss = *loss;
+    if (c_.on_step) c_.on_step(*pending_);
+    pending_.reset();
     return absl::OkStatus();
   }
 
@@ -328,8 +375,8 @@ class Loop {
   absl::Status EvaluateEpoch(int epoch) {
     auto indices = c_.shard(epoch, /*eval=*/true);
     if (!indices.ok()) return indices.status();
-    auto report = Evaluate(*s_.model, s_.device, *s_.eval_loader, *indices,
-                           epoch, *c_.comm);
+    auto report = Evaluate(*s_.model, s_.device, c_.spec.precision,
+                           *s_.eval_loader, *indices, epoch, *c_.comm);
     if (!report.ok()) return report.status();
     result_.accuracy = report->accuracy;
     if (c_.rank == 0 && c_.on_eval) c_.on_eval(*report);
@@ -339,6 +386,8 @@ class Loop {
   // Rank 0 writes a checkpoint; `epoch`/`epoch_batch` name the next batch
   // to train.
   absl::Status Checkpoint(int64_t epoch, int64_t epoch_batch) {
+    // Step reports come before the checkpoint that follows their steps.
+    if (absl::Status s = FlushReport(); !s.ok()) return s;
     if (c_.rank != 0 || c_.spec.checkpoint_directory.empty()) {
       return absl::OkStatus();
     }
@@ -368,6 +417,9 @@ class Loop {
   const int accumulate_;
   const bool scaled_;  // 16-mixed: dynamic loss scaling
   GradScaler scaler_;
+  HostToDevice* const transfers_;  // null on the CPU
+  DeviceFeeder feeder_;
+  std::optional<StepReport> pending_;  // Report()'s, waiting for its loss
   std::map<std::string, std::string> metadata_;
   std::ofstream trace_;
   TrainResult result_;

@@ -32,6 +32,8 @@
 
 namespace gradsync {
 
+class HostToDevice;  // worker/train/device_feeder.h
+
 struct TrainContext {
   TrainSpec spec;
   int rank = 0;
@@ -60,6 +62,10 @@ struct TrainContext {
   std::atomic<int64_t>* step = nullptr;  // progress for heartbeats
   std::atomic<int>* epoch = nullptr;
   int checksum_every = 50;  // steps between cross-rank parameter checks
+  // Tests only: host-device copies to use in place of the GPU's
+  // (device_feeder.h), so the CPU runs the GPU's feeding and loss-reading
+  // path. Null: the device decides (a copy stream on CUDA, none on CPU).
+  HostToDevice* transfers = nullptr;
   // Written into checkpoints (torchrun names, job id, ...).
   std::map<std::string, std::string> metadata;
 };

@@ -14,6 +14,7 @@
 
 #include "loader/cached_dataset.h"
 #include "loader/sampler.h"
+#include "tests/fakes/fake_host_to_device.h"
 #include "tests/fakes/rank_threads.h"
 #include "worker/model/checkpoint.h"
 
@@ -68,7 +69,8 @@ class TrainerTest : public ::testing::Test {
   // `on_step` sees every step's report.
   absl::StatusOr<TrainResult> Run(
       const TrainSpec& spec,
-      std::function<void(const StepReport&)> on_step = nullptr) const {
+      std::function<void(const StepReport&)> on_step = nullptr,
+      HostToDevice* transfers = nullptr) const {
     auto comm = SoloCommunicator();
     if (!comm.ok()) return comm.status();
     TrainContext c;
@@ -85,6 +87,7 @@ class TrainerTest : public ::testing::Test {
       return DistributedSamplerIndices(so);
     };
     c.on_step = std::move(on_step);
+    c.transfers = transfers;
     return Train(c);
   }
 
@@ -243,6 +246,37 @@ TEST_F(TrainerTest, StepReportsSplitComputeIntoItsParts) {
                      m.forward_ms + m.backward_ms + m.optimizer_ms);
     EXPECT_LE(m.compute_ms + m.allreduce_ms, m.step_ms);
   }
+}
+
+// The GPU's feeding path (batches copied a step ahead, the loss read a step
+// late; device_feeder.h), run on the CPU through a strict fake copy stream:
+// the same parameters and the same step reports, in order.
+TEST_F(TrainerTest, FeedingAndLossReadingAsOnAGpuChangeNothing) {
+  TrainSpec direct = Spec(Dir("direct"));
+  TrainSpec fed = Spec(Dir("fed"));
+  std::vector<StepReport> direct_steps, fed_steps;
+  auto a = Run(direct, [&](const StepReport& m) { direct_steps.push_back(m); });
+  ASSERT_TRUE(a.ok()) << a.status();
+  FakeHostToDevice copies;
+  auto b = Run(
+      fed,
+      [&](const StepReport& m) {
+        fed_steps.push_back(m);
+        // Reports come out in step order, none lost or doubled.
+        EXPECT_EQ(m.step, static_cast<int64_t>(fed_steps.size()));
+      },
+      &copies);
+  ASSERT_TRUE(b.ok()) << b.status();
+  ExpectSameModel(a->checkpoint, b->checkpoint);
+  ASSERT_EQ(fed_steps.size(), direct_steps.size());
+  for (size_t i = 0; i < fed_steps.size(); ++i) {
+    EXPECT_EQ(fed_steps[i].loss, direct_steps[i].loss) << "step " << i + 1;
+    EXPECT_EQ(fed_steps[i].epoch, direct_steps[i].epoch) << "step " << i + 1;
+  }
+  EXPECT_EQ(copies.copies(), 16);  // 8 batches x 2 epochs, each copied once
+  EXPECT_EQ(copies.reads(), 16);   // every loss read
+  EXPECT_TRUE(copies.all_done());
+  EXPECT_TRUE(copies.violations().empty()) << copies.violations()[0];
 }
 
 TEST_F(TrainerTest, DecodedImagesAreCachedWithoutChangingTheRun) {
