@@ -270,7 +270,10 @@ std::string FormatWorkerTable(const std::vector<v1::WorkerInfo>& workers,
     }
     rows.push_back(
         {w.worker_id(), w.host(), WorkerStateName(w.state()),
-         w.job_id().empty() ? "-" : w.job_id(),
+         // An idle worker that lives for one job shows it as "for <job>".
+         !w.job_id().empty()          ? w.job_id()
+         : !w.lives_for_job().empty() ? "for " + w.lives_for_job()
+                                      : "-",
          w.rank() >= 0 ? absl::StrCat(w.rank()) : "-", absl::StrCat(w.step()),
          FormatDuration(now_ms - w.last_heartbeat_unix_ms()) + " ago",
          devices.empty() ? "cpu" : absl::StrJoin(devices, ",")});

@@ -208,6 +208,11 @@ class Coordinator {
     std::string job_id;
     int attempt = 0;
     int rank = -1;
+    // A worker that lives for one job (RegisterWorkerRequest.job_id or
+    // exit_after_job): `lives_for` is that job once known (scheduled only
+    // onto its attempts; EXIT once it has ended); empty = any job.
+    bool exit_after_job = false;
+    std::string lives_for;
   };
 
   Coordinator(CoordinatorOptions options, std::unique_ptr<JobStore> store);
@@ -218,6 +223,10 @@ class Coordinator {
   WorkerEntry* Readopt(const v1::RegisterWorkerRequest& request, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DetectorLoop();
+  // Records whether `w` lives for one job (RegisterWorkerRequest.job_id,
+  // exit_after_job).
+  void LivesFor(const v1::RegisterWorkerRequest& request, WorkerEntry& w)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::StatusOr<JobEntry*> FindJob(const std::string& job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -40,7 +40,20 @@ void Coordinator::Schedule() {
               return a->seq < b->seq;
             });
   for (JobEntry* entry : pending) {
-    const bool started = !idle.empty() && TryStart(*entry, idle);
+    // Workers that live for another job are not this one's.
+    std::vector<WorkerEntry*> usable;
+    for (WorkerEntry* w : idle) {
+      if (w->lives_for.empty() || w->lives_for == entry->job.id()) {
+        usable.push_back(w);
+      }
+    }
+    const bool started = !usable.empty() && TryStart(*entry, usable);
+    if (started) {
+      idle.erase(std::remove_if(
+                     idle.begin(), idle.end(),
+                     [](const WorkerEntry* w) { return !w->job_id.empty(); }),
+                 idle.end());
+    }
     const v1::AttemptRecord* last =
         FindAttemptRecord(entry->job, entry->job.attempt());
     if (!started && entry->job.restarts() > 0 && last != nullptr &&
@@ -48,12 +61,12 @@ void Coordinator::Schedule() {
       // The failed attempt's workers are back or gone and too few remain:
       // a restart does not wait for workers that may never come.
       const int min_workers = entry->job.spec().world_size().min_workers();
-      Transition(
-          *entry, v1::JOB_STATE_FAILED,
-          absl::StrCat(entry->restart_reason, "; cannot restart: ", idle.size(),
-                       " idle worker(s) after the failed attempt's "
-                       "workers were released, the job needs at least ",
-                       min_workers));
+      Transition(*entry, v1::JOB_STATE_FAILED,
+                 absl::StrCat(entry->restart_reason,
+                              "; cannot restart: ", usable.size(),
+                              " idle worker(s) after the failed attempt's "
+                              "workers were released, the job needs at least ",
+                              min_workers));
     }
   }
 }
@@ -183,6 +196,10 @@ bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
     w.job_id = job.id();
     w.attempt = job.attempt();
     w.rank = rank;
+    if (w.exit_after_job) {
+      w.lives_for = job.id();
+      w.info.set_lives_for_job(job.id());
+    }
     if (persister_ != nullptr)
       persister_->SaveWorkerKey(w.info.worker_id(), w.key);
     w.info.set_state(v1::WORKER_STATE_STARTING);

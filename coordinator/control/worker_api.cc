@@ -66,8 +66,24 @@ absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(
           "register: free_ports holds ", port, ", outside [1, 65535]"));
     }
   }
+  if (request.job_id().size() > coordinator_internal::kMaxNameBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "register: job_id is ", request.job_id().size(),
+        " bytes long, more than ", coordinator_internal::kMaxNameBytes));
+  }
   absl::MutexLock lock(&mu_);
   if (shut_down_) return absl::UnavailableError("coordinator is shutting down");
+  if (!request.job_id().empty()) {
+    absl::StatusOr<JobEntry*> job = FindJob(request.job_id());
+    if (!job.ok()) {
+      return absl::NotFoundError(
+          absl::StrCat("register: the worker lives for job ", request.job_id(),
+                       ", which this coordinator does not "
+                       "have (submit it first)"));
+    }
+    // One that has ended is not an error here: the first heartbeat answers
+    // EXIT with its state, the way every such worker learns it.
+  }
   const int live = static_cast<int>(
       std::count_if(workers_.begin(), workers_.end(), [](const auto& w) {
         return w.second.info.state() != v1::WORKER_STATE_DEAD;
@@ -86,6 +102,7 @@ absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(
       absl::ToInt64Milliseconds(options_.heartbeat_timeout));
   if (request.has_resume()) {
     if (WorkerEntry* w = Readopt(request, now)) {
+      LivesFor(request, *w);
       response.set_worker_id(w->info.worker_id());
       response.set_worker_key(w->key);
       response.set_resumed(true);
@@ -105,12 +122,26 @@ absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(
   w.info.set_state(v1::WORKER_STATE_IDLE);
   w.info.set_rank(-1);
   w.info.set_registered_unix_ms(UnixMs(now));
-  absl::FPrintF(stderr, "coordinator: worker %s registered from %s\n", id,
-                request.host());
+  LivesFor(request, w);
+  absl::FPrintF(
+      stderr, "coordinator: worker %s registered from %s%s\n", id,
+      request.host(),
+      w.lives_for.empty() ? "" : absl::StrCat(", for job ", w.lives_for));
   Schedule();
   response.set_worker_id(id);
   response.set_worker_key(w.key);
   return response;
+}
+
+void Coordinator::LivesFor(const v1::RegisterWorkerRequest& request,
+                           WorkerEntry& w) {
+  w.exit_after_job = request.exit_after_job() || !request.job_id().empty();
+  if (!request.job_id().empty()) {
+    w.lives_for = request.job_id();
+  } else if (w.exit_after_job && !w.job_id.empty()) {
+    w.lives_for = w.job_id;  // re-adopted with its task
+  }
+  w.info.set_lives_for_job(w.lives_for);
 }
 
 absl::Status Coordinator::AuthorizeWorker(const std::string& worker_id,
@@ -192,6 +223,23 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
       w.rank = -1;
       w.info.clear_job_id();
       w.info.set_rank(-1);
+    }
+  }
+  if (w.job_id.empty() && !reports_task && !w.lives_for.empty()) {
+    // A worker that lives for one job leaves once that job is over.
+    absl::StatusOr<JobEntry*> job = FindJob(w.lives_for);
+    if (!job.ok() || IsTerminal((*job)->job.state())) {
+      response.set_action(v1::ACTION_EXIT);
+      if (job.ok()) {
+        response.set_job_state((*job)->job.state());
+        response.set_reason(absl::StrCat("job ", w.lives_for, " ",
+                                         JobStateName((*job)->job.state()),
+                                         ": ", (*job)->job.message()));
+      } else {
+        response.set_reason(
+            absl::StrCat("job ", w.lives_for, " no longer exists"));
+      }
+      return response;
     }
   }
   if (w.job_id.empty()) {

@@ -154,11 +154,27 @@ void SimWorker::Register(std::string host,
     d->set_name("simulated GPU");
     if (!gpu_uuids.empty()) d->set_uuid(gpu_uuids[i]);
   }
+  grpc::Status s = Register(request);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
+SimWorker::SimWorker(v1::WorkerService::Stub& stub,
+                     v1::RegisterWorkerRequest request, grpc::Status* status)
+    : stub_(stub) {
+  grpc::Status s = Register(request);
+  if (status != nullptr) {
+    *status = s;
+  } else {
+    EXPECT_TRUE(s.ok()) << s.error_message();
+  }
+}
+
+grpc::Status SimWorker::Register(const v1::RegisterWorkerRequest& request) {
   v1::RegisterWorkerResponse response;
   grpc::Status s = stub_.RegisterWorker(Ctx().get(), request, &response);
-  EXPECT_TRUE(s.ok()) << s.error_message();
   id_ = response.worker_id();
   key_ = response.worker_key();
+  return s;
 }
 
 std::unique_ptr<grpc::ClientContext> SimWorker::Context(double seconds) const {

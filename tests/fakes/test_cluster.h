@@ -68,6 +68,12 @@ class SimWorker {
   SimWorker(v1::WorkerService::Stub& stub, std::string host,
             const std::vector<std::string>& gpu_uuids);
 
+  // Registers with `request` as it is (a CPU-only worker unless it names
+  // devices); `status` gets the answer (else a failed registration fails
+  // the test).
+  SimWorker(v1::WorkerService::Stub& stub, v1::RegisterWorkerRequest request,
+            grpc::Status* status = nullptr);
+
   const std::string& id() const { return id_; }
   const std::string& key() const { return key_; }
   // A call context (deadline `seconds`) carrying this worker's key.
@@ -90,6 +96,7 @@ class SimWorker {
  private:
   void Register(std::string host, const std::vector<std::string>& gpu_uuids,
                 int gpus);
+  grpc::Status Register(const v1::RegisterWorkerRequest& request);
 
   v1::WorkerService::Stub& stub_;
   std::string id_;

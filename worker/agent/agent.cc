@@ -41,6 +41,10 @@ absl::Status Agent::Register(const Task* resume, bool* resumed) {
     r->set_worker_key(resume->worker_key());
   }
   for (int p : options_.free_ports) request.add_free_ports(p);
+  // Again after a coordinator restart: the job learned from the first
+  // assignment stays this worker's only one.
+  request.set_job_id(options_.job_id.empty() ? lives_for_ : options_.job_id);
+  request.set_exit_after_job(LivesForOneJob());
   const std::vector<CudaDevice> gpus = DiscoverDevices().cuda;
   // A GPU counts only if this LibTorch can compute on it: a CPU-only
   // LibTorch next to a GPU registers as a CPU worker, so the scheduler
@@ -78,9 +82,10 @@ absl::Status Agent::Register(const Task* resume, bool* resumed) {
               : ""));
       return absl::OkStatus();
     }
-    if (absl::IsInvalidArgument(s) || absl::IsUnauthenticated(s)) {
-      // Retrying cannot help: a bad request, or the token is wrong or
-      // missing.
+    if (absl::IsInvalidArgument(s) || absl::IsUnauthenticated(s) ||
+        absl::IsNotFound(s)) {
+      // Retrying cannot help: a bad request, the token is wrong or
+      // missing, or the job this worker lives for does not exist.
       return s;
     }
     AgentLog(absl::StrCat("cannot register (", s.message(), "); retrying in ",
@@ -99,7 +104,18 @@ void Agent::WriteHealth(const char* state) {
 
 absl::Status Agent::Run() {
   if (absl::Status s = Register(); !s.ok()) return s;
-  while (!stop_.WaitForNotificationWithTimeout(interval_)) Beat();
+  const absl::Time registered = absl::Now();
+  while (!stop_.WaitForNotificationWithTimeout(interval_)) {
+    Beat();
+    if (exit_.has_value()) return *exit_;
+    if (LivesForOneJob() && !assigned_ &&
+        absl::Now() - registered > options_.idle_timeout) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("no task was assigned within ",
+                       absl::FormatDuration(options_.idle_timeout),
+                       " (--idle-timeout); exiting"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -131,7 +147,11 @@ void Agent::Beat() {
                           s.message(), "; registering again"));
     const bool running = task != nullptr && !task->cancelled();
     bool resumed = false;
-    (void)Register(running ? task : nullptr, &resumed);
+    if (absl::Status r = Register(running ? task : nullptr, &resumed);
+        !r.ok() && LivesForOneJob()) {
+      exit_ = r;  // e.g. its job was deleted meanwhile
+      return;
+    }
     if (running && !resumed) {
       AgentLog(absl::StrCat("the coordinator did not re-adopt ",
                             task->assignment().job_id(), " rank ",
@@ -152,6 +172,13 @@ void Agent::Beat() {
     beats_failed_ = 0;
   }
   WriteHealth(task != nullptr ? "running" : "idle");
+  if (response.action() == v1::ACTION_EXIT && task == nullptr) {
+    AgentLog(absl::StrCat("exiting: ", response.reason()));
+    exit_ = response.job_state() == v1::JOB_STATE_SUCCEEDED
+                ? absl::OkStatus()
+                : absl::AbortedError(response.reason());
+    return;
+  }
   if (response.action() == v1::ACTION_RUN && task == nullptr) {
     StartTask(response.assignment());
   } else if (response.action() == v1::ACTION_STOP && task != nullptr &&
@@ -171,6 +198,8 @@ void Agent::StartTask(const v1::Assignment& a) {
       "MASTER_PORT=%d model=%s",
       a.job_id(), a.attempt(), a.rank(), a.world_size(), a.local_rank(),
       a.master_addr(), a.master_port(), a.spec().model()));
+  assigned_ = true;
+  if (LivesForOneJob()) lives_for_ = a.job_id();
   absl::MutexLock lock(&mu_);
   task_ = std::make_unique<Task>(stub_, options_, a, worker_id_, worker_key_,
                                  stop_);

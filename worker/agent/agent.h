@@ -4,6 +4,12 @@
 // when told to, and returns to idle; one agent runs many jobs one after
 // another.
 //
+// A worker that lives for one job (AgentOptions::job_id, exit_after_job)
+// leaves Run() when the coordinator says that job has ended: OK when it
+// SUCCEEDED, ABORTED naming its state and reason otherwise, NOT_FOUND when
+// the job does not exist; DEADLINE_EXCEEDED when no task came within
+// AgentOptions::idle_timeout.
+//
 // It sets the torchrun environment names (RANK, WORLD_SIZE, LOCAL_RANK,
 // MASTER_ADDR, MASTER_PORT) for the task and logs them.
 //
@@ -17,6 +23,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,7 +45,8 @@ class Agent {
         AgentOptions options);
   ~Agent();
 
-  // Runs until Stop(); returns the reason it stopped.
+  // Runs until Stop() (OK) or, for a worker that lives for one job, until
+  // that job has ended; returns the reason it stopped.
   absl::Status Run();
   void Stop();
 
@@ -49,6 +57,9 @@ class Agent {
   void Beat();
   void WriteHealth(const char* state);
   void StartTask(const v1::Assignment& assignment);
+  bool LivesForOneJob() const {
+    return options_.exit_after_job || !options_.job_id.empty();
+  }
 
   std::shared_ptr<v1::WorkerService::StubInterface> stub_;
   const AgentOptions options_;
@@ -58,6 +69,11 @@ class Agent {
   std::string worker_key_;
   int beats_failed_ = 0;  // in a row (Run thread only)
   absl::Duration interval_ = absl::Seconds(1);
+  // A worker that lives for one job (Run thread only): the job, once
+  // known, and why Run returns, once the coordinator has said EXIT.
+  std::string lives_for_;
+  bool assigned_ = false;
+  std::optional<absl::Status> exit_;
   absl::Notification stop_;
   absl::Mutex mu_;
   std::unique_ptr<Task> task_ ABSL_GUARDED_BY(mu_);

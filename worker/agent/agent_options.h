@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "loader/dataset.h"
 
 namespace gradsync {
@@ -29,6 +30,14 @@ struct AgentOptions {
   // Rank 0 streams each checkpoint to the coordinator (a model snapshot)
   // before reporting it committed; restarts then fetch it from there.
   bool upload_snapshots = true;
+  // A worker that lives for one job (gradsync-worker --job, --exit-after-job;
+  // for Slurm tasks and Kubernetes pods): with job_id it runs only that
+  // job's attempts, with exit_after_job alone only the first job it is
+  // assigned; Agent::Run returns once that job has ended, or when no task
+  // was assigned within idle_timeout.
+  std::string job_id;
+  bool exit_after_job = false;
+  absl::Duration idle_timeout = absl::Minutes(10);
 };
 
 }  // namespace gradsync

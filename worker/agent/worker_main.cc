@@ -1,5 +1,7 @@
 // gradsync-worker: the worker agent. Registers with the coordinator and runs
-// the training tasks it is assigned until SIGINT/SIGTERM.
+// the training tasks it is assigned until SIGINT/SIGTERM, or with
+// --exit-after-job / --job until its one job has ended (exit 0 when that
+// job SUCCEEDED, 1 otherwise).
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
@@ -74,6 +76,22 @@ int main(int argc, char** argv) {
   app.add_option("--health-file", options.health_file,
                  "rewrite this file after every answered heartbeat")
       ->envname("GRADSYNC_WORKER_HEALTH_FILE");
+  app.add_flag("--exit-after-job", options.exit_after_job,
+               "run the first job assigned (every attempt of it), then exit: "
+               "0 when it SUCCEEDED, 1 when it failed or was cancelled "
+               "(a Slurm task or Kubernetes pod that lives for one job)")
+      ->envname("GRADSYNC_EXIT_AFTER_JOB");
+  app.add_option("--job", options.job_id,
+                 "run only this job, then exit as --exit-after-job does "
+                 "(exit 1 at once if the coordinator has no such job)")
+      ->envname("GRADSYNC_JOB");
+  double idle_timeout_s = absl::ToDoubleSeconds(options.idle_timeout);
+  app.add_option("--idle-timeout", idle_timeout_s,
+                 "with --exit-after-job or --job: exit 1 when no task was "
+                 "assigned within this many seconds")
+      ->envname("GRADSYNC_IDLE_TIMEOUT")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   bool check_health = false;
   double health_max_age_s = 15;
   app.add_flag("--check-health", check_health,
@@ -83,6 +101,7 @@ int main(int argc, char** argv) {
   app.add_option("--health-max-age", health_max_age_s, "seconds")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  options.idle_timeout = absl::Seconds(idle_timeout_s);
   // Tasks' tensors reuse freed memory instead of faulting in fresh pages
   // every step (host_allocator.h).
   gradsync::KeepFreedHostMemory();

@@ -74,4 +74,18 @@ TEST(FormatTest, WhatWorkersSendCannotDriveTheTerminal) {
   EXPECT_EQ(FormatJobDetail(job, 0).find('\x1b'), std::string::npos);
 }
 
+TEST(FormatTest, AnIdleWorkerForOneJobShowsThatJob) {
+  v1::WorkerInfo w;
+  w.set_worker_id("w-1");
+  w.set_state(v1::WORKER_STATE_IDLE);
+  w.set_rank(-1);
+  w.set_lives_for_job("job-000007");
+  EXPECT_NE(FormatWorkerTable({w}, 0).find("for job-000007"),
+            std::string::npos);
+  w.set_job_id("job-000007");
+  w.set_rank(0);
+  EXPECT_EQ(FormatWorkerTable({w}, 0).find("for job-000007"),
+            std::string::npos);
+}
+
 }  // namespace gradsync::cli

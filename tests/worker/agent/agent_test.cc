@@ -96,6 +96,13 @@ class TwoAgents {
     for (const absl::Status& s : ran_) EXPECT_TRUE(s.ok()) << s;
   }
 
+  // Waits for both Run()s to return by themselves (agents that live for
+  // one job); what they returned.
+  std::vector<absl::Status> Join() {
+    for (std::thread& t : threads_) t.join();
+    return {ran_[0], ran_[1]};
+  }
+
  private:
   std::vector<std::unique_ptr<Agent>> agents_;
   std::vector<std::thread> threads_;
@@ -178,6 +185,78 @@ TEST(AgentTest, AFailedTaskLeavesTheAgentIdleAndRunning) {
   agents.ExpectIdle();
   agents.Stop();
   fs::remove_all(dir);
+}
+
+// gradsync-worker --exit-after-job: both agents run the job, then leave
+// Run() by themselves, OK because it SUCCEEDED (the worker exits 0); a job
+// submitted after it is not theirs.
+TEST(AgentTest, AgentsThatLiveForOneJobReturnWhenItSucceeds) {
+  testing::TestCluster cluster;
+  const fs::path dir = testing::UniqueTempDir("agent-one-job-test");
+  MakePngFolder(dir / "data", 4, 2);
+  v1::JobSpec spec = cluster.Spec(2);
+  spec.mutable_dataset()->set_path((dir / "data").string());
+  spec.set_model("mlp");
+  spec.set_batch_size(2);
+  const v1::Job job = cluster.Submit(spec);
+  AgentOptions options;
+  options.exit_after_job = true;
+  TwoAgents agents(cluster, dir, options);
+  EXPECT_EQ(cluster.WaitForState(job.id(), v1::JOB_STATE_SUCCEEDED).state(),
+            v1::JOB_STATE_SUCCEEDED);
+  const v1::Job next = cluster.Submit(spec);
+  for (const absl::Status& s : agents.Join()) EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(cluster.Get(next.id()).state(), v1::JOB_STATE_PENDING);
+  fs::remove_all(dir);
+}
+
+// gradsync-worker --job JOB when JOB fails: Run() returns ABORTED naming the
+// state and the reason (the worker exits 1).
+TEST(AgentTest, AgentsForAFailedJobReturnItsReason) {
+  testing::TestCluster cluster;
+  const fs::path dir = testing::UniqueTempDir("agent-one-job-fail-test");
+  MakePngFolder(dir / "data", 4, 2);
+  v1::JobSpec spec = cluster.Spec(2);
+  spec.mutable_dataset()->set_path((dir / "data").string());
+  spec.set_model("mlp");
+  spec.set_batch_size(2);
+  spec.set_max_restarts(0);
+  const v1::Job job = cluster.Submit(spec);
+  AgentOptions options;
+  options.job_id = job.id();
+  options.dataset_access.decode.max_pixels = 100;  // the images are 28x28
+  TwoAgents agents(cluster, dir, options);
+  for (const absl::Status& s : agents.Join()) {
+    EXPECT_TRUE(absl::IsAborted(s)) << s;
+    EXPECT_NE(s.message().find("FAILED"), std::string::npos) << s;
+    EXPECT_NE(s.message().find("more than the limit of 100"), std::string::npos)
+        << s;
+  }
+  fs::remove_all(dir);
+}
+
+// A worker that lives for one job and is never assigned one gives up after
+// its idle timeout; one for a job the coordinator does not have, at once.
+TEST(AgentTest, AnUnassignedOneJobAgentGivesUp) {
+  testing::TestCluster cluster;
+  AgentOptions options;
+  options.host = "127.0.0.1";
+  options.exit_after_job = true;
+  options.idle_timeout = absl::Seconds(2);
+  Agent idle(v1::WorkerService::NewStub(
+                 MakeCoordinatorChannel(cluster.address(), /*token=*/"")),
+             options);
+  const absl::Status timed_out = idle.Run();
+  EXPECT_TRUE(absl::IsDeadlineExceeded(timed_out)) << timed_out;
+  EXPECT_NE(timed_out.message().find("--idle-timeout"), std::string::npos);
+
+  options.job_id = "job-424242";
+  Agent unknown(v1::WorkerService::NewStub(
+                    MakeCoordinatorChannel(cluster.address(), /*token=*/"")),
+                options);
+  const absl::Status not_found = unknown.Run();
+  EXPECT_TRUE(absl::IsNotFound(not_found)) << not_found;
+  EXPECT_NE(not_found.message().find("job-424242"), std::string::npos);
 }
 
 }  // namespace
