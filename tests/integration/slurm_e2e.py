@@ -198,8 +198,38 @@ def main():
         queue = cluster.run("squeue", "-h").stdout.strip()
         assert queue == "", f"still queued: {queue}"
         cluster.wait_node("idle", 30)
-        print(f"slurm_e2e: PASSED: Slurm job {slurm_job} COMPLETED in "
+        print(f"slurm_e2e: Slurm job {slurm_job} COMPLETED in "
               f"{took:.0f} s, test accuracy {accuracy[-1]:.2f}%, node idle")
+
+        # Workers that cannot start: the script cancels the gradsync job
+        # instead of waiting for them until the time limit, exits non-zero,
+        # and the allocation is released all the same.
+        broken = os.path.join(work, "broken-bin")
+        os.makedirs(broken)
+        for name in ("gradsync", "gradsync-coordinator"):
+            os.symlink(os.path.join(bin_dir, name), os.path.join(broken, name))
+        with open(os.path.join(broken, "gradsync-worker"), "w") as f:
+            f.write("#!/bin/sh\necho 'gradsync-worker: cannot start' >&2\n"
+                    "exit 3\n")
+        os.chmod(os.path.join(broken, "gradsync-worker"), 0o755)
+        failed = subprocess.run(
+            ["sbatch", "--wait", "--parsable", "--ntasks", "2",
+             "--chdir", work, "--output", os.path.join(work, "job-%j.out"),
+             os.path.join(REPO, "deploy", "slurm", "gradsync.sbatch"),
+             "--dataset", subset, "--model", "fashion_cnn",
+             "--batch-size", "50"],
+            env=dict(env, GRADSYNC_BIN=broken), cwd=work,
+            capture_output=True, text=True, timeout=300)
+        failed_job = failed.stdout.strip().split(";")[0]
+        output = open(os.path.join(work, f"job-{failed_job}.out")).read()
+        assert failed.returncode != 0, output
+        assert "before job job-000001 ended; cancelling it" in output, output
+        assert re.search(r"State: +CANCELLED", output), output
+        assert cluster.run("squeue", "-h").stdout.strip() == ""
+        cluster.wait_node("idle", 30)
+        print(f"slurm_e2e: PASSED (workers that cannot start: Slurm job "
+              f"{failed_job} exit {failed.returncode}, gradsync job "
+              "CANCELLED, node idle)")
         ok = True
     finally:
         if not ok:
