@@ -19,17 +19,9 @@ void DeviceFeeder::Start(Source source) {
 absl::StatusOr<bool> DeviceFeeder::Next(Batch* batch) {
   if (copies_ == nullptr) return source_(batch);
   const auto begin = std::chrono::steady_clock::now();
-  Batch host;  // views a loader slot until the source's next call
   if (!started_) {
     started_ = true;
-    auto got = source_(&host);
-    if (!got.ok()) return got.status();
-    if (*got) {
-      auto copied = copies_->CopyAsync(host, slot_);
-      if (!copied.ok()) return copied.status();
-      next_ = std::move(*copied);
-      queued_ = true;
-    }
+    if (absl::Status s = Prefetch(slot_); !s.ok()) return s;
   }
   if (!queued_) return false;
   // The source's next call hands next_'s loader slot back for refilling, so
@@ -39,22 +31,27 @@ absl::StatusOr<bool> DeviceFeeder::Next(Batch* batch) {
   const int ready = slot_;
   Batch out = std::move(next_);
   queued_ = false;
-  auto got = source_(&host);
-  if (!got.ok()) return got.status();
-  if (*got) {
-    // Batch k+1 goes to the device while batch k computes.
-    slot_ = 1 - slot_;
-    auto copied = copies_->CopyAsync(host, slot_);
-    if (!copied.ok()) return copied.status();
-    next_ = std::move(*copied);
-    queued_ = true;
-  }
+  // Batch k+1 goes to the device while batch k computes.
+  if (absl::Status s = Prefetch(1 - ready); !s.ok()) return s;
   if (absl::Status s = copies_->OrderCompute(ready); !s.ok()) return s;
   out.wait_ms = std::chrono::duration<double, std::milli>(
                     std::chrono::steady_clock::now() - begin)
                     .count();
   *batch = std::move(out);
   return true;
+}
+
+absl::Status DeviceFeeder::Prefetch(int slot) {
+  Batch host;  // views a loader slot until the source's next call
+  auto got = source_(&host);
+  if (!got.ok()) return got.status();
+  if (!*got) return absl::OkStatus();
+  auto copied = copies_->CopyAsync(host, slot);
+  if (!copied.ok()) return copied.status();
+  next_ = std::move(*copied);
+  slot_ = slot;
+  queued_ = true;
+  return absl::OkStatus();
 }
 
 absl::Status DeviceFeeder::Drain() {

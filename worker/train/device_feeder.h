@@ -80,6 +80,10 @@ class DeviceFeeder {
   absl::Status Drain();
 
  private:
+  // Takes the source's next batch, if any, and queues its copy in `slot`
+  // (it becomes next_).
+  absl::Status Prefetch(int slot);
+
   HostToDevice* const copies_;
   const absl::Duration timeout_;
   Source source_;
