@@ -209,10 +209,10 @@ class Coordinator {
     int attempt = 0;
     int rank = -1;
     // A worker that lives for one job (RegisterWorkerRequest.job_id or
-    // exit_after_job): `lives_for` is that job once known (scheduled only
-    // onto its attempts; EXIT once it has ended); empty = any job.
+    // exit_after_job); info.lives_for_job() is that job once known
+    // (scheduled only onto its attempts; EXIT once it has ended), empty =
+    // any job.
     bool exit_after_job = false;
-    std::string lives_for;
   };
 
   Coordinator(CoordinatorOptions options, std::unique_ptr<JobStore> store);

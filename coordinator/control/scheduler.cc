@@ -43,7 +43,8 @@ void Coordinator::Schedule() {
     // Workers that live for another job are not this one's.
     std::vector<WorkerEntry*> usable;
     for (WorkerEntry* w : idle) {
-      if (w->lives_for.empty() || w->lives_for == entry->job.id()) {
+      const std::string& lives_for = w->info.lives_for_job();
+      if (lives_for.empty() || lives_for == entry->job.id()) {
         usable.push_back(w);
       }
     }
@@ -196,10 +197,7 @@ bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
     w.job_id = job.id();
     w.attempt = job.attempt();
     w.rank = rank;
-    if (w.exit_after_job) {
-      w.lives_for = job.id();
-      w.info.set_lives_for_job(job.id());
-    }
+    if (w.exit_after_job) w.info.set_lives_for_job(job.id());
     if (persister_ != nullptr)
       persister_->SaveWorkerKey(w.info.worker_id(), w.key);
     w.info.set_state(v1::WORKER_STATE_STARTING);

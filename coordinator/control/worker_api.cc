@@ -123,10 +123,11 @@ absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(
   w.info.set_rank(-1);
   w.info.set_registered_unix_ms(UnixMs(now));
   LivesFor(request, w);
-  absl::FPrintF(
-      stderr, "coordinator: worker %s registered from %s%s\n", id,
-      request.host(),
-      w.lives_for.empty() ? "" : absl::StrCat(", for job ", w.lives_for));
+  absl::FPrintF(stderr, "coordinator: worker %s registered from %s%s\n", id,
+                request.host(),
+                w.info.lives_for_job().empty()
+                    ? ""
+                    : absl::StrCat(", for job ", w.info.lives_for_job()));
   Schedule();
   response.set_worker_id(id);
   response.set_worker_key(w.key);
@@ -137,11 +138,10 @@ void Coordinator::LivesFor(const v1::RegisterWorkerRequest& request,
                            WorkerEntry& w) {
   w.exit_after_job = request.exit_after_job() || !request.job_id().empty();
   if (!request.job_id().empty()) {
-    w.lives_for = request.job_id();
+    w.info.set_lives_for_job(request.job_id());
   } else if (w.exit_after_job && !w.job_id.empty()) {
-    w.lives_for = w.job_id;  // re-adopted with its task
+    w.info.set_lives_for_job(w.job_id);  // re-adopted with its task
   }
-  w.info.set_lives_for_job(w.lives_for);
 }
 
 absl::Status Coordinator::AuthorizeWorker(const std::string& worker_id,
@@ -225,19 +225,20 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
       w.info.set_rank(-1);
     }
   }
-  if (w.job_id.empty() && !reports_task && !w.lives_for.empty()) {
+  const std::string& lives_for = w.info.lives_for_job();
+  if (w.job_id.empty() && !reports_task && !lives_for.empty()) {
     // A worker that lives for one job leaves once that job is over.
-    absl::StatusOr<JobEntry*> job = FindJob(w.lives_for);
+    absl::StatusOr<JobEntry*> job = FindJob(lives_for);
     if (!job.ok() || IsTerminal((*job)->job.state())) {
       response.set_action(v1::ACTION_EXIT);
       if (job.ok()) {
         response.set_job_state((*job)->job.state());
-        response.set_reason(absl::StrCat("job ", w.lives_for, " ",
+        response.set_reason(absl::StrCat("job ", lives_for, " ",
                                          JobStateName((*job)->job.state()),
                                          ": ", (*job)->job.message()));
       } else {
         response.set_reason(
-            absl::StrCat("job ", w.lives_for, " no longer exists"));
+            absl::StrCat("job ", lives_for, " no longer exists"));
       }
       return response;
     }

@@ -108,7 +108,7 @@ absl::Status Agent::Run() {
   while (!stop_.WaitForNotificationWithTimeout(interval_)) {
     Beat();
     if (exit_.has_value()) return *exit_;
-    if (LivesForOneJob() && !assigned_ &&
+    if (LivesForOneJob() && lives_for_.empty() &&
         absl::Now() - registered > options_.idle_timeout) {
       return absl::DeadlineExceededError(
           absl::StrCat("no task was assigned within ",
@@ -198,7 +198,6 @@ void Agent::StartTask(const v1::Assignment& a) {
       "MASTER_PORT=%d model=%s",
       a.job_id(), a.attempt(), a.rank(), a.world_size(), a.local_rank(),
       a.master_addr(), a.master_port(), a.spec().model()));
-  assigned_ = true;
   if (LivesForOneJob()) lives_for_ = a.job_id();
   absl::MutexLock lock(&mu_);
   task_ = std::make_unique<Task>(stub_, options_, a, worker_id_, worker_key_,

@@ -69,10 +69,10 @@ class Agent {
   std::string worker_key_;
   int beats_failed_ = 0;  // in a row (Run thread only)
   absl::Duration interval_ = absl::Seconds(1);
-  // A worker that lives for one job (Run thread only): the job, once
-  // known, and why Run returns, once the coordinator has said EXIT.
+  // A worker that lives for one job (Run thread only): the job, from its
+  // first assignment (empty: none yet, which the idle timeout counts), and
+  // why Run returns, once the coordinator has said EXIT.
   std::string lives_for_;
-  bool assigned_ = false;
   std::optional<absl::Status> exit_;
   absl::Notification stop_;
   absl::Mutex mu_;
