@@ -59,6 +59,16 @@ absl::StatusOr<std::string> AwaitHealth(const std::string& file,
   return health;
 }
 
+// A 2-rank job training the small `mlp` on the folder at `data`.
+v1::JobSpec MlpSpec(const testing::TestCluster& cluster, const fs::path& data,
+                    int batch_size) {
+  v1::JobSpec spec = cluster.Spec(2);
+  spec.mutable_dataset()->set_path(data.string());
+  spec.set_model("mlp");
+  spec.set_batch_size(batch_size);
+  return spec;
+}
+
 // Two agents on threads against `cluster`, their health files in `dir`;
 // `options` are theirs (host, health file and log interval set here). Stop()
 // ends them and checks that Run() returned OK.
@@ -117,11 +127,8 @@ TEST(AgentTest, TwoAgentsTrainAJobAndReturnToIdle) {
   TwoAgents agents(cluster, dir);
   agents.ExpectIdle();
 
-  v1::JobSpec spec = cluster.Spec(2);
-  spec.mutable_dataset()->set_path((dir / "data").string());
-  spec.set_model("mlp");
+  v1::JobSpec spec = MlpSpec(cluster, dir / "data", 4);
   spec.set_epochs(2);
-  spec.set_batch_size(4);
   const v1::Job submitted = cluster.Submit(spec);
   const v1::Job done =
       cluster.WaitForState(submitted.id(), v1::JOB_STATE_SUCCEEDED);
@@ -157,10 +164,7 @@ TEST(AgentTest, AFailedTaskLeavesTheAgentIdleAndRunning) {
   AgentOptions options;
   options.dataset_access.decode.max_pixels = 100;  // the images are 28x28
   TwoAgents agents(cluster, dir, options);
-  v1::JobSpec spec = cluster.Spec(2);
-  spec.mutable_dataset()->set_path((dir / "data").string());
-  spec.set_model("mlp");
-  spec.set_batch_size(2);
+  v1::JobSpec spec = MlpSpec(cluster, dir / "data", 2);
   spec.set_max_restarts(0);
   const v1::Job submitted = cluster.Submit(spec);
   const v1::Job failed =
@@ -194,10 +198,7 @@ TEST(AgentTest, AgentsThatLiveForOneJobReturnWhenItSucceeds) {
   testing::TestCluster cluster;
   const fs::path dir = testing::UniqueTempDir("agent-one-job-test");
   MakePngFolder(dir / "data", 4, 2);
-  v1::JobSpec spec = cluster.Spec(2);
-  spec.mutable_dataset()->set_path((dir / "data").string());
-  spec.set_model("mlp");
-  spec.set_batch_size(2);
+  v1::JobSpec spec = MlpSpec(cluster, dir / "data", 2);
   const v1::Job job = cluster.Submit(spec);
   AgentOptions options;
   options.exit_after_job = true;
@@ -216,10 +217,7 @@ TEST(AgentTest, AgentsForAFailedJobReturnItsReason) {
   testing::TestCluster cluster;
   const fs::path dir = testing::UniqueTempDir("agent-one-job-fail-test");
   MakePngFolder(dir / "data", 4, 2);
-  v1::JobSpec spec = cluster.Spec(2);
-  spec.mutable_dataset()->set_path((dir / "data").string());
-  spec.set_model("mlp");
-  spec.set_batch_size(2);
+  v1::JobSpec spec = MlpSpec(cluster, dir / "data", 2);
   spec.set_max_restarts(0);
   const v1::Job job = cluster.Submit(spec);
   AgentOptions options;
