@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "coordinator/wire/grpc_status.h"
 #include "coordinator/wire/secrets.h"
@@ -64,6 +65,28 @@ absl::Status RemoteStore::Wait(const std::vector<std::string>& keys,
   v1::StoreWaitResponse response;
   return FromGrpcStatus(
       stub_->StoreWait(Context(timeout).get(), request, &response));
+}
+
+absl::StatusOr<std::vector<std::string>> RemoteStore::MultiGet(
+    const std::vector<std::string>& keys, absl::Duration timeout) {
+  v1::StoreMultiGetRequest request;
+  *request.mutable_task() = task_;
+  for (const std::string& k : keys) request.add_keys(k);
+  request.set_timeout_ms(absl::ToInt64Milliseconds(timeout));
+  v1::StoreMultiGetResponse response;
+  absl::Status s = FromGrpcStatus(
+      stub_->StoreMultiGet(Context(timeout).get(), request, &response));
+  if (!s.ok()) return s;
+  if (response.values_size() != static_cast<int>(keys.size())) {
+    return absl::InternalError(absl::StrCat("store multi-get: asked for ",
+                                            keys.size(),
+                                            " keys, the coordinator "
+                                            "answered ",
+                                            response.values_size(), " values"));
+  }
+  return std::vector<std::string>(
+      std::make_move_iterator(response.mutable_values()->begin()),
+      std::make_move_iterator(response.mutable_values()->end()));
 }
 
 }  // namespace gradsync

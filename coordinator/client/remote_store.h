@@ -32,6 +32,8 @@ class RemoteStore : public Store {
   absl::StatusOr<int64_t> Add(const std::string& key, int64_t delta) override;
   absl::Status Wait(const std::vector<std::string>& keys,
                     absl::Duration timeout) override;
+  absl::StatusOr<std::vector<std::string>> MultiGet(
+      const std::vector<std::string>& keys, absl::Duration timeout) override;
 
  private:
   // A context whose deadline leaves the server `wait` to answer first.

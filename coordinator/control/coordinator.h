@@ -313,6 +313,8 @@ class Coordinator {
   PortAllocator ports_ ABSL_GUARDED_BY(mu_);
   int64_t next_job_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t next_worker_ ABSL_GUARDED_BY(mu_) = 1;
+  // When an idle worker's heartbeat last ran Schedule() (worker_api.cc).
+  absl::Time last_idle_schedule_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // Keys of workers assigned to jobs before a restart (JobStore).
   std::map<std::string, std::string> restored_keys_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;

@@ -25,6 +25,9 @@ inline constexpr MemoryStoreLimits kAttemptStoreLimits{65536, 64 << 20};
 // Barrier names one attempt may use, and their length.
 inline constexpr size_t kMaxBarriersPerAttempt = 4096;
 inline constexpr size_t kMaxNameBytes = 256;
+// Least time between scheduling passes that heartbeats of already idle
+// workers trigger (worker_api.cc).
+inline constexpr absl::Duration kIdleRescheduleGap = absl::Milliseconds(20);
 // Evaluation records in one metrics report.
 inline constexpr int kMaxEvalPerReport = 64;
 

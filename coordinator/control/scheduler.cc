@@ -29,6 +29,9 @@ void Coordinator::Schedule() {
     }
     pending.push_back(entry);
   }
+  // Most calls (every idle heartbeat of a large fleet) find nothing to do:
+  // they must not pay for the scan of every worker below.
+  if (pending.empty()) return;
   std::vector<WorkerEntry*> idle;
   for (auto& [id, w] : workers_) {
     if (w.info.state() == v1::WORKER_STATE_IDLE && w.job_id.empty()) {

@@ -252,8 +252,18 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
       w.info.set_state(v1::WORKER_STATE_STOPPING);
       return response;
     }
+    // A worker that just became idle may let a pending job start: schedule
+    // now. Beats of one that already was idle retry pending jobs (whose
+    // GPUs or workers may have been freed since) at most every
+    // kIdleRescheduleGap: with thousands of idle workers a pass over all of
+    // them per beat would take the coordinator's whole CPU.
+    const bool newly_idle = w.info.state() != v1::WORKER_STATE_IDLE;
     w.info.set_state(v1::WORKER_STATE_IDLE);
-    Schedule();
+    if (newly_idle || w.last_heartbeat - last_idle_schedule_ >=
+                          coordinator_internal::kIdleRescheduleGap) {
+      last_idle_schedule_ = w.last_heartbeat;
+      Schedule();
+    }
     if (w.job_id.empty()) return response;  // still idle
   }
 

@@ -12,7 +12,7 @@ constexpr absl::string_view kBearer = "Bearer ";
 
 }  // namespace
 
-std::string ClientMetadata(const grpc::ServerContext& context,
+std::string ClientMetadata(const grpc::ServerContextBase& context,
                            absl::string_view name) {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find(grpc::string_ref(name.data(), name.size()));
@@ -20,7 +20,7 @@ std::string ClientMetadata(const grpc::ServerContext& context,
   return std::string(it->second.data(), it->second.size());
 }
 
-grpc::Status Authenticator::Check(const grpc::ServerContext& context,
+grpc::Status Authenticator::Check(const grpc::ServerContextBase& context,
                                   Role role) const {
   if (role == Role::kWorker && tokens_.worker_cert) {
     const std::shared_ptr<const grpc::AuthContext> peer =

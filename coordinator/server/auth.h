@@ -30,7 +30,7 @@ struct AuthTokens {
 enum class Role { kUser, kWorker };
 
 // The value of metadata `name` in a call ("" when absent).
-std::string ClientMetadata(const grpc::ServerContext& context,
+std::string ClientMetadata(const grpc::ServerContextBase& context,
                            absl::string_view name);
 
 class Authenticator {
@@ -41,7 +41,7 @@ class Authenticator {
   // workers with worker_cert, a verified client certificate); otherwise
   // UNAUTHENTICATED saying what was missing or wrong and what the role
   // needs.
-  grpc::Status Check(const grpc::ServerContext& context, Role role) const;
+  grpc::Status Check(const grpc::ServerContextBase& context, Role role) const;
 
  private:
   const AuthTokens tokens_;

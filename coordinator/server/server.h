@@ -31,8 +31,10 @@ struct ServerOptions {
   int64_t max_snapshot_bytes = int64_t{4} << 30;  // one model snapshot
   // Calls that may wait at once (store gets and waits, barriers, watches;
   // call_gate.h); the server keeps this many threads plus spares for the
-  // rest, so heartbeats always find one.
-  int max_waiting_calls = 1000;
+  // rest, so heartbeats always find one. The default lets every rank of a
+  // job of the largest default world size (1,024) wait at a barrier or a
+  // store get at once, twice over.
+  int max_waiting_calls = 2048;
   CoordinatorOptions coordinator;
   AuthTokens auth;     // empty tokens: no authentication (see auth.h)
   ServerTlsFiles tls;  // empty: plaintext (see tls.h)

@@ -13,10 +13,9 @@
 
 namespace gradsync {
 
-grpc::Status WorkerServiceImpl::Authorize(const grpc::ServerContext& context,
-                                          const std::string& worker_id,
-                                          const std::string& job_id,
-                                          int attempt, int rank) const {
+grpc::Status WorkerServiceImpl::Authorize(
+    const grpc::ServerContextBase& context, const std::string& worker_id,
+    const std::string& job_id, int attempt, int rank) const {
   if (grpc::Status s = auth_->Check(context, Role::kWorker); !s.ok()) {
     return s;
   }
@@ -26,7 +25,7 @@ grpc::Status WorkerServiceImpl::Authorize(const grpc::ServerContext& context,
 }
 
 grpc::Status WorkerServiceImpl::AuthorizeTask(
-    const grpc::ServerContext& context, const v1::TaskRef& task,
+    const grpc::ServerContextBase& context, const v1::TaskRef& task,
     int rank) const {
   return Authorize(context, task.worker_id(), task.job_id(), task.attempt(),
                    rank);
@@ -41,16 +40,16 @@ grpc::Status WorkerServiceImpl::RegisterWorker(
   return Reply(coordinator_->RegisterWorker(*request), response);
 }
 
-grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* context,
-                                          const v1::HeartbeatRequest* request,
-                                          v1::HeartbeatResponse* response) {
-  // Identity only: an idle worker runs no task.
-  if (grpc::Status s =
-          Authorize(*context, request->task().worker_id(), "", 0, -1);
-      !s.ok()) {
-    return s;
-  }
-  return Reply(coordinator_->Heartbeat(*request), response);
+grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(
+    grpc::CallbackServerContext* context, const v1::HeartbeatRequest* request,
+    v1::HeartbeatResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // Identity only: an idle worker runs no task. Nothing here blocks (the
+  // coordinator's lock is held for map lookups), so it runs inline.
+  grpc::Status s = Authorize(*context, request->task().worker_id(), "", 0, -1);
+  reactor->Finish(s.ok() ? Reply(coordinator_->Heartbeat(*request), response)
+                         : s);
+  return reactor;
 }
 
 grpc::Status WorkerServiceImpl::GetShard(grpc::ServerContext* context,
@@ -102,7 +101,7 @@ grpc::Status WorkerServiceImpl::CompleteTask(
 }
 
 absl::StatusOr<std::shared_ptr<MemoryStore>> WorkerServiceImpl::AttemptStore(
-    const grpc::ServerContext& context, const v1::TaskRef& task,
+    const grpc::ServerContextBase& context, const v1::TaskRef& task,
     const std::vector<std::string>& keys, bool write) const {
   // A write acts as task.rank: proven here, and bound to the keys that rank
   // owns (key_owner.h).
@@ -173,6 +172,22 @@ grpc::Status WorkerServiceImpl::StoreWait(grpc::ServerContext* context,
   return ToGrpcStatus(
       (*store)->Wait(keys, WaitTimeout(*context, request->timeout_ms(),
                                        coordinator_->options().max_wait)));
+}
+
+grpc::Status WorkerServiceImpl::StoreMultiGet(
+    grpc::ServerContext* context, const v1::StoreMultiGetRequest* request,
+    v1::StoreMultiGetResponse* response) {
+  std::vector<std::string> keys(request->keys().begin(), request->keys().end());
+  auto store = AttemptStore(*context, request->task(), keys, /*write=*/false);
+  if (!store.ok()) return ToGrpcStatus(store.status());
+  absl::StatusOr<CallGate::Pass> pass = waiting_->Enter("store multi-get");
+  if (!pass.ok()) return ToGrpcStatus(pass.status());
+  absl::StatusOr<std::vector<std::string>> values =
+      (*store)->MultiGet(keys, WaitTimeout(*context, request->timeout_ms(),
+                                           coordinator_->options().max_wait));
+  if (!values.ok()) return ToGrpcStatus(values.status());
+  for (std::string& v : *values) response->add_values(std::move(v));
+  return grpc::Status::OK;
 }
 
 grpc::Status WorkerServiceImpl::Barrier(grpc::ServerContext* context,

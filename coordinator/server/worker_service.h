@@ -15,7 +15,13 @@
 
 namespace gradsync {
 
-class WorkerServiceImpl final : public v1::WorkerService::Service {
+// Heartbeat, the call every worker makes every second, is served on gRPC's
+// callback API: answered on the thread that read it, without the hand-off
+// to a thread of the synchronous pool (at 10,000 workers that hand-off was
+// most of the coordinator's CPU). The other calls are synchronous.
+class WorkerServiceImpl final
+    : public v1::WorkerService::WithCallbackMethod_Heartbeat<
+          v1::WorkerService::Service> {
  public:
   // Every call is first checked against `auth` (see auth.h), and every call
   // but RegisterWorker against the caller's worker key and assignment
@@ -35,9 +41,9 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
   grpc::Status RegisterWorker(grpc::ServerContext* context,
                               const v1::RegisterWorkerRequest* request,
                               v1::RegisterWorkerResponse* response) override;
-  grpc::Status Heartbeat(grpc::ServerContext* context,
-                         const v1::HeartbeatRequest* request,
-                         v1::HeartbeatResponse* response) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
+                                      const v1::HeartbeatRequest* request,
+                                      v1::HeartbeatResponse* response) override;
   grpc::Status GetShard(grpc::ServerContext* context,
                         const v1::GetShardRequest* request,
                         v1::GetShardResponse* response) override;
@@ -59,6 +65,9 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
   grpc::Status StoreWait(grpc::ServerContext* context,
                          const v1::StoreWaitRequest* request,
                          v1::StoreWaitResponse* response) override;
+  grpc::Status StoreMultiGet(grpc::ServerContext* context,
+                             const v1::StoreMultiGetRequest* request,
+                             v1::StoreMultiGetResponse* response) override;
   grpc::Status Barrier(grpc::ServerContext* context,
                        const v1::BarrierRequest* request,
                        v1::BarrierResponse* response) override;
@@ -72,18 +81,18 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
 
  private:
   // The worker token, then the worker key and assignment (rank < 0: any).
-  grpc::Status Authorize(const grpc::ServerContext& context,
+  grpc::Status Authorize(const grpc::ServerContextBase& context,
                          const std::string& worker_id,
                          const std::string& job_id, int attempt,
                          int rank) const;
   // Authorize for the caller's task, as `rank` (-1: any rank of it).
-  grpc::Status AuthorizeTask(const grpc::ServerContext& context,
+  grpc::Status AuthorizeTask(const grpc::ServerContextBase& context,
                              const v1::TaskRef& task, int rank) const;
   // The store of the caller's job attempt, after AuthorizeTask (any rank of
   // it to read; task.rank, proven, to `write`) and a check that no key is
   // empty and, for writes, that task.rank owns every key (key_owner.h).
   absl::StatusOr<std::shared_ptr<MemoryStore>> AttemptStore(
-      const grpc::ServerContext& context, const v1::TaskRef& task,
+      const grpc::ServerContextBase& context, const v1::TaskRef& task,
       const std::vector<std::string>& keys, bool write) const;
 
   Coordinator* const coordinator_;

@@ -19,10 +19,20 @@ absl::StatusOr<int64_t> PrefixStore::Add(const std::string& key,
 
 absl::Status PrefixStore::Wait(const std::vector<std::string>& keys,
                                absl::Duration timeout) {
+  return base_->Wait(Prefixed(keys), timeout);
+}
+
+absl::StatusOr<std::vector<std::string>> PrefixStore::MultiGet(
+    const std::vector<std::string>& keys, absl::Duration timeout) {
+  return base_->MultiGet(Prefixed(keys), timeout);
+}
+
+std::vector<std::string> PrefixStore::Prefixed(
+    const std::vector<std::string>& keys) const {
   std::vector<std::string> prefixed;
   prefixed.reserve(keys.size());
   for (const std::string& k : keys) prefixed.push_back(prefix_ + k);
-  return base_->Wait(prefixed, timeout);
+  return prefixed;
 }
 
 }  // namespace gradsync

@@ -22,8 +22,13 @@ class PrefixStore : public Store {
   // The base store's own Wait (one RPC for a RemoteStore).
   absl::Status Wait(const std::vector<std::string>& keys,
                     absl::Duration timeout) override;
+  // The base store's own MultiGet (one RPC for a RemoteStore).
+  absl::StatusOr<std::vector<std::string>> MultiGet(
+      const std::vector<std::string>& keys, absl::Duration timeout) override;
 
  private:
+  std::vector<std::string> Prefixed(const std::vector<std::string>& keys) const;
+
   const std::string prefix_;
   const std::shared_ptr<Store> base_;
 };

@@ -29,4 +29,18 @@ absl::Status Store::Wait(const std::vector<std::string>& keys,
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<std::string>> Store::MultiGet(
+    const std::vector<std::string>& keys, absl::Duration timeout) {
+  if (absl::Status s = Wait(keys, timeout); !s.ok()) return s;
+  std::vector<std::string> values;
+  values.reserve(keys.size());
+  for (const std::string& key : keys) {
+    // Keys are never deleted: after the wait every one is there.
+    absl::StatusOr<std::string> value = Get(key, absl::ZeroDuration());
+    if (!value.ok()) return value.status();
+    values.push_back(*std::move(value));
+  }
+  return values;
+}
+
 }  // namespace gradsync

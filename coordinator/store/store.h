@@ -42,6 +42,11 @@ class Store {
   // overrides it.
   virtual absl::Status Wait(const std::vector<std::string>& keys,
                             absl::Duration timeout);
+  // Waits until every key exists and returns their values in the order of
+  // `keys`. By default Wait, then one Get per key; RemoteStore overrides it
+  // with one RPC.
+  virtual absl::StatusOr<std::vector<std::string>> MultiGet(
+      const std::vector<std::string>& keys, absl::Duration timeout);
 };
 
 }  // namespace gradsync

@@ -6,6 +6,9 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "coordinator/client/remote_store.h"
+#include "coordinator/store/prefix_store.h"
 #include "tests/fakes/test_cluster.h"
 
 namespace gradsync::testing {
@@ -150,6 +153,51 @@ TEST(RendezvousTest, StoreGetTimesOutNamingTheKey) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_NE(s.error_message().find("missing keys: y"), std::string::npos)
       << s.error_message();
+}
+
+// What a rank's bootstrap does with the client's store: its address in,
+// every peer's address out in one StoreMultiGet, through a PrefixStore.
+TEST(RendezvousTest, MultiGetThroughRemoteStoreReadsEveryRank) {
+  TestCluster c;
+  constexpr int kWorld = 3;
+  std::vector<std::unique_ptr<SimWorker>> workers;
+  for (int i = 0; i < kWorld; ++i) {
+    workers.push_back(std::make_unique<SimWorker>(c.workers(), "host-a"));
+  }
+  c.Submit(c.Spec(kWorld));
+  std::shared_ptr<v1::WorkerService::StubInterface> stub =
+      v1::WorkerService::NewStub(
+          grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials()));
+  std::vector<std::string> keys;
+  for (int r = 0; r < kWorld; ++r) keys.push_back(absl::StrCat("addr/", r));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kWorld; ++i) {
+    threads.emplace_back([&, i] {
+      v1::Assignment a = workers[i]->AwaitAssignment();
+      v1::TaskRef task;
+      task.set_worker_id(workers[i]->id());
+      task.set_job_id(a.job_id());
+      task.set_attempt(a.attempt());
+      task.set_rank(a.rank());
+      PrefixStore store("boot/", std::make_shared<RemoteStore>(
+                                     stub, task, workers[i]->key()));
+      ASSERT_TRUE(
+          store
+              .Set(absl::StrCat("addr/", a.rank()), absl::StrCat("h", a.rank()))
+              .ok());
+      auto values = store.MultiGet(keys, absl::Seconds(20));
+      ASSERT_TRUE(values.ok()) << values.status();
+      EXPECT_EQ(*values, (std::vector<std::string>{"h0", "h1", "h2"}));
+      // One key nobody writes: the error names it, under its prefix.
+      auto missing =
+          store.MultiGet({"addr/0", "never"}, absl::Milliseconds(50));
+      EXPECT_EQ(missing.status().code(), absl::StatusCode::kDeadlineExceeded);
+      EXPECT_NE(missing.status().message().find("boot/never"),
+                std::string::npos)
+          << missing.status();
+    });
+  }
+  for (auto& t : threads) t.join();
 }
 
 TEST(RendezvousTest, BarrierTimeoutNamesMissingRanks) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator/store/file_store.h"
 #include "coordinator/store/memory_store.h"
@@ -107,6 +108,29 @@ TEST_P(StoreContractTest, WaitNamesMissingKeys) {
   ASSERT_TRUE(store_->Set("b", "").ok());
   ASSERT_TRUE(store_->Set("c", "").ok());
   EXPECT_TRUE(store_->Wait({"a", "b", "c"}, absl::ZeroDuration()).ok());
+}
+
+TEST_P(StoreContractTest, MultiGetReturnsValuesInOrderOnceAllExist) {
+  ASSERT_TRUE(store_->Set("b", "2").ok());
+  std::thread setter([&] {
+    absl::SleepFor(absl::Milliseconds(20));
+    ASSERT_TRUE(store_->Set("a", "1").ok());
+    ASSERT_TRUE(store_->Set("c", "").ok());
+  });
+  auto values = store_->MultiGet({"c", "a", "b", "a"}, absl::Seconds(30));
+  setter.join();
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(*values, (std::vector<std::string>{"", "1", "2", "1"}));
+}
+
+TEST_P(StoreContractTest, MultiGetNamesMissingKeys) {
+  ASSERT_TRUE(store_->Set("a", "1").ok());
+  auto values = store_->MultiGet({"a", "b"}, absl::Milliseconds(20));
+  EXPECT_EQ(values.status().code(), absl::StatusCode::kDeadlineExceeded);
+  // (A PrefixStore names the key as its base store holds it: "ns/b".)
+  EXPECT_TRUE(absl::StrContains(values.status().message(), "missing keys: ") &&
+              absl::EndsWith(values.status().message(), "b"))
+      << values.status();
 }
 
 INSTANTIATE_TEST_SUITE_P(
