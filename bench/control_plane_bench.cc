@@ -1,19 +1,27 @@
 // Control-plane capacity benchmark (not a test).
 //
-// Starts a coordinator in this process on a loopback port and drives it over
-// gRPC like a cluster would: N simulated workers register and heartbeat at
-// 1 Hz while K clients hammer one job's key-value store with set/get and W
-// watchers (as `gradsync watch`) stream that job, whose rank reports a step
-// every 100 ms. Reports p50/p99 latency and ops/s of heartbeats and store
-// calls, watch event delivery latency, and how many workers the failure
-// detector wrongly declared dead. Then compares the
-// store's closed-loop set+get throughput with c10d's TCPStore (LibTorch) at
-// the same client count and value size, side by side in the same run.
+// Drives a `gradsync-coordinator` child process over gRPC like a cluster
+// would, and reads its CPU time and memory from /proc:
+// 1. Fleet: N simulated workers register (spread over --ramp seconds) and
+//    heartbeat at 1 Hz, open loop (asynchronous calls sent when due, so a
+//    slow answer does not delay the next beat), while K clients hammer one
+//    job's key-value store with set/get and W watchers (as `gradsync
+//    watch`) stream that job, whose rank reports a step every 100 ms.
+//    Reports p50/p99 latency and ops/s of each call, watch event delivery
+//    latency, and how many workers the failure detector wrongly declared
+//    dead.
+// 2. Rendezvous (--rendezvous-ranks R): the bootstrap of an R-rank job
+//    against gradsync and against c10d's TCPStore (rendezvous_bench.h).
+// 3. Store throughput: closed-loop set+get against gradsync's store and
+//    c10d's TCPStore at the same client count and value size.
+// All side by side in the same run.
 //
 // Usage: gradsync-bench-control-plane [--workers 100,1000] [--seconds 10]
-//                                     [--kv-clients 2] [--client-threads 8]
-//                                     [--watchers 50]
+//            [--ramp 5] [--kv-clients 2] [--client-threads 8]
+//            [--watchers 50] [--rendezvous-ranks 1024]
+//            [--coordinator build/bin/gradsync-coordinator]
 #include <grpcpp/grpcpp.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
@@ -21,6 +29,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <queue>
 #include <thread>
 #include <vector>
 
@@ -28,10 +37,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "coordinator/control/metrics_aggregator.h"
-#include "coordinator/server/auth.h"
-#include "coordinator/server/server.h"
-#include "coordinator/wire/secrets.h"
+#include "bench/coordinator_process.h"
+#include "bench/latencies.h"
+#include "bench/rendezvous_bench.h"
 #include "gradsync/v1/job_service.grpc.pb.h"
 #include "gradsync/v1/worker_service.grpc.pb.h"
 
@@ -43,42 +51,6 @@ namespace gradsync::bench {
 namespace {
 
 using v1::WorkerService;
-
-// Latencies in milliseconds collected from several threads.
-class Latencies {
- public:
-  void Add(double ms) {
-    std::lock_guard<std::mutex> lock(mu_);
-    values_.push_back(ms);
-  }
-  void Merge(const std::vector<double>& v) {
-    std::lock_guard<std::mutex> lock(mu_);
-    values_.insert(values_.end(), v.begin(), v.end());
-  }
-  size_t count() const { return values_.size(); }
-  std::string Describe(double seconds) const {
-    return absl::StrFormat("%zu ops, %.0f ops/s, p50 %.3f ms, p99 %.3f ms",
-                           values_.size(), values_.size() / seconds,
-                           Quantile(values_, 0.5), Quantile(values_, 0.99));
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<double> values_;
-};
-
-double MsSince(absl::Time start) {
-  return absl::ToDoubleMilliseconds(absl::Now() - start);
-}
-
-// A call context with a 10 s deadline, acting as the worker holding `key`.
-std::unique_ptr<grpc::ClientContext> Ctx(const std::string& key = "") {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() +
-                    std::chrono::seconds(10));
-  if (!key.empty()) ctx->AddMetadata(kWorkerKeyHeader, key);
-  return ctx;
-}
 
 std::string MakeDataset() {
   namespace fs = std::filesystem;
@@ -154,7 +126,8 @@ void KvClient(WorkerService::Stub& stub, const KvJob& kv, int id,
   std::vector<double> s_lat, g_lat;
   const std::string value(64, 'v');
   for (int i = 0; absl::Now() < end; ++i) {
-    const std::string key = absl::StrCat("c", id, "/", i % 1000);
+    // (Not ending in a number: such keys belong to that rank, key_owner.h.)
+    const std::string key = absl::StrCat("c", id, "/", i % 1000, "/v");
     v1::StoreSetRequest set;
     set.mutable_task()->set_worker_id(kv.worker_id);
     set.mutable_task()->set_job_id(kv.job_id);
@@ -163,7 +136,11 @@ void KvClient(WorkerService::Stub& stub, const KvJob& kv, int id,
     set.set_value(value);
     v1::StoreSetResponse set_r;
     absl::Time t = absl::Now();
-    if (!stub.StoreSet(Ctx(kv.key).get(), set, &set_r).ok()) break;
+    if (grpc::Status s = stub.StoreSet(Ctx(kv.key).get(), set, &set_r);
+        !s.ok()) {
+      std::fprintf(stderr, "store set failed: %s\n", s.error_message().c_str());
+      break;
+    }
     s_lat.push_back(MsSince(t));
     v1::StoreGetRequest get;
     get.mutable_task()->set_worker_id(kv.worker_id);
@@ -172,7 +149,11 @@ void KvClient(WorkerService::Stub& stub, const KvJob& kv, int id,
     get.set_key(key);
     v1::StoreGetResponse get_r;
     t = absl::Now();
-    if (!stub.StoreGet(Ctx(kv.key).get(), get, &get_r).ok()) break;
+    if (grpc::Status s = stub.StoreGet(Ctx(kv.key).get(), get, &get_r);
+        !s.ok()) {
+      std::fprintf(stderr, "store get failed: %s\n", s.error_message().c_str());
+      break;
+    }
     g_lat.push_back(MsSince(t));
   }
   sets.Merge(s_lat);
@@ -181,22 +162,18 @@ void KvClient(WorkerService::Stub& stub, const KvJob& kv, int id,
 
 // A WorkerService stub on its own channel, as a separate host would have.
 std::unique_ptr<WorkerService::Stub> NewWorkerStub(const std::string& address) {
-  grpc::ChannelArguments args;
-  args.SetInt("grpc.use_local_subchannel_pool", 1);
-  return WorkerService::NewStub(grpc::CreateCustomChannel(
-      address, grpc::InsecureChannelCredentials(), args));
+  return WorkerService::NewStub(OwnChannel(address));
 }
 
-// A coordinator on a free loopback port, with default options.
-std::unique_ptr<CoordinatorServer> StartServer() {
-  ServerOptions options;
-  options.address = "127.0.0.1:0";
-  auto server = CoordinatorServer::Start(options);
-  if (!server.ok()) {
-    std::fprintf(stderr, "%s\n", server.status().ToString().c_str());
+// A coordinator child process (exits the benchmark if it cannot start).
+std::unique_ptr<CoordinatorProcess> StartCoordinator(
+    const std::string& binary, const std::vector<std::string>& args = {}) {
+  auto process = CoordinatorProcess::Start(binary, args);
+  if (!process.ok()) {
+    std::fprintf(stderr, "%s\n", process.status().ToString().c_str());
     std::exit(1);
   }
-  return std::move(*server);
+  return std::move(*process);
 }
 
 // A `gradsync watch` of the job until `end`: latency of each step event
@@ -220,70 +197,177 @@ void Watcher(v1::JobService::Stub& jobs, const std::string& job_id,
   events.Merge(lat);
 }
 
-void RunScenario(int num_workers, double seconds, int kv_clients,
-                 int client_threads, int watchers, const std::string& dataset) {
-  std::unique_ptr<CoordinatorServer> server = StartServer();
-  const std::string address = server->local_address();
-  // One channel per client thread, as separate hosts would have.
-  auto make_stub = [&] { return NewWorkerStub(address); };
-  auto job_stub = v1::JobService::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+// Simulated workers of one client thread: registered when their turn in
+// the ramp comes, then a heartbeat every second, sent asynchronously on the
+// thread's channel; a second thread reaps the answers and their latency.
+class FleetDriver {
+ public:
+  FleetDriver(const std::string& address, absl::Time start, absl::Time end,
+              absl::Time steady)
+      : stub_(NewWorkerStub(address)),
+        start_(start),
+        end_(end),
+        steady_(steady) {}
+
+  // Simulated worker `index` registers at `due`.
+  void AddWorker(int index, absl::Time due) {
+    sims_.push_back({index, "", "", false});
+    queue_.push({due, sims_.size() - 1});
+  }
+
+  // Runs until `end`, then waits for every answer.
+  void Run() {
+    std::thread reaper([this] { Reap(); });
+    while (!queue_.empty() && queue_.top().due < end_) {
+      const Due next = queue_.top();
+      queue_.pop();
+      const absl::Time now = absl::Now();
+      if (next.due > now) absl::SleepFor(next.due - now);
+      Sim& sim = sims_[next.sim];
+      if (!sim.registered) {
+        v1::RegisterWorkerRequest reg;
+        reg.set_host(absl::StrCat("sim-", sim.index / 8));
+        v1::RegisterWorkerResponse r;
+        const absl::Time t0 = absl::Now();
+        grpc::Status s = stub_->RegisterWorker(Ctx().get(), reg, &r);
+        if (!s.ok()) {
+          ++register_errors;
+          continue;  // this simulated worker is gone
+        }
+        registers.Add(MsSince(t0));
+        sim.id = r.worker_id();
+        sim.key = r.worker_key();
+        sim.registered = true;
+        queue_.push({absl::Now() + absl::Seconds(1), next.sim});
+        continue;
+      }
+      SendBeat(sim);
+      queue_.push({next.due + absl::Seconds(1), next.sim});
+    }
+    sending_done_ = true;
+    reaper.join();
+  }
+
+  Latencies registers, beats;
+  std::atomic<int> register_errors{0}, beat_errors{0}, late_beats{0};
+
+ private:
+  struct Sim {
+    int index;
+    std::string id, key;
+    bool registered;
+  };
+  struct Due {
+    absl::Time due;
+    size_t sim;
+    bool operator<(const Due& o) const { return due > o.due; }  // min-heap
+  };
+  struct Beat {
+    grpc::ClientContext ctx;
+    v1::HeartbeatResponse response;
+    grpc::Status status;
+    absl::Time sent;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<v1::HeartbeatResponse>>
+        reader;
+  };
+
+  void SendBeat(const Sim& sim) {
+    auto* beat = new Beat;
+    beat->ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    beat->ctx.AddMetadata(kWorkerKeyHeader, sim.key);
+    v1::HeartbeatRequest hb;
+    hb.mutable_task()->set_worker_id(sim.id);
+    hb.set_state(v1::WORKER_STATE_IDLE);
+    beat->sent = absl::Now();
+    beat->reader = stub_->AsyncHeartbeat(&beat->ctx, hb, &cq_);
+    beat->reader->Finish(&beat->response, &beat->status, beat);
+    ++in_flight_;
+  }
+
+  void Reap() {
+    std::vector<double> latencies;
+    for (;;) {
+      if (sending_done_ && in_flight_ == 0) break;
+      void* tag = nullptr;
+      bool ok = false;
+      const auto wait =
+          std::chrono::system_clock::now() + std::chrono::milliseconds(100);
+      if (cq_.AsyncNext(&tag, &ok, wait) != grpc::CompletionQueue::GOT_EVENT) {
+        continue;
+      }
+      std::unique_ptr<Beat> beat(static_cast<Beat*>(tag));
+      --in_flight_;
+      const double ms = MsSince(beat->sent);
+      if (!ok || !beat->status.ok()) {
+        ++beat_errors;
+      } else if (beat->sent >= steady_) {
+        latencies.push_back(ms);
+      }
+    }
+    cq_.Shutdown();
+    void* tag;
+    bool ok;
+    while (cq_.Next(&tag, &ok)) delete static_cast<Beat*>(tag);
+    beats.Merge(latencies);
+  }
+
+  std::unique_ptr<WorkerService::Stub> stub_;
+  grpc::CompletionQueue cq_;
+  const absl::Time start_, end_, steady_;
+  std::vector<Sim> sims_;
+  std::priority_queue<Due> queue_;
+  std::atomic<bool> sending_done_{false};
+  std::atomic<int> in_flight_{0};
+};
+
+std::string DescribeUse(const CoordinatorProcess& coordinator,
+                        double cpu_before, double seconds) {
+  absl::StatusOr<ProcessUse> use = coordinator.Use();
+  if (!use.ok()) return use.status().ToString();
+  return absl::StrFormat(
+      "CPU %.1f s over %.1f s (%.0f%% of one core), RSS %.0f MB (peak %.0f "
+      "MB), %d threads",
+      use->cpu_seconds - cpu_before, seconds,
+      100 * (use->cpu_seconds - cpu_before) / seconds, use->rss_bytes / 1e6,
+      use->peak_rss_bytes / 1e6, use->threads);
+}
+
+void RunFleet(const std::string& binary, int num_workers, double seconds,
+              double ramp, int kv_clients, int client_threads, int watchers,
+              const std::string& dataset) {
+  // Room for the simulated workers and the store job's own.
+  std::unique_ptr<CoordinatorProcess> coordinator = StartCoordinator(
+      binary, {"--max-workers", std::to_string(num_workers + 1)});
+  const std::string address = coordinator->address();
+  auto job_stub = v1::JobService::NewStub(OwnChannel(address));
 
   std::atomic<bool> stop{false};
   std::thread kv_beater;
-  auto kv_stub = make_stub();
+  auto kv_stub = NewWorkerStub(address);
   KvJob kv = StartKvJob(*kv_stub, *job_stub, dataset, stop, kv_beater);
 
-  Latencies registers, beats, sets, gets, watch_events;
-  std::atomic<int> beat_errors{0};
+  Latencies sets, gets, watch_events;
   const absl::Time start = absl::Now();
-  const absl::Time end = start + absl::Seconds(seconds);
-  std::vector<std::thread> threads;
+  // Latencies count once every worker has registered and beaten once.
+  const absl::Time steady = start + absl::Seconds(ramp + 1);
+  const absl::Time end = steady + absl::Seconds(seconds);
+  const double cpu_before =
+      coordinator->Use().ok() ? coordinator->Use()->cpu_seconds : 0;
+  std::vector<std::unique_ptr<FleetDriver>> drivers;
   for (int t = 0; t < client_threads; ++t) {
-    threads.emplace_back([&, t] {
-      auto stub = make_stub();
-      struct Sim {
-        std::string id, key;
-        absl::Time due;
-      };
-      std::vector<Sim> sims;
-      std::vector<double> reg_lat, beat_lat;
-      for (int w = t; w < num_workers; w += client_threads) {
-        v1::RegisterWorkerRequest reg;
-        reg.set_host(absl::StrCat("sim-", w / 8));
-        v1::RegisterWorkerResponse r;
-        const absl::Time t0 = absl::Now();
-        if (!stub->RegisterWorker(Ctx().get(), reg, &r).ok()) continue;
-        reg_lat.push_back(MsSince(t0));
-        // Spread first heartbeats over one second.
-        sims.push_back({r.worker_id(), r.worker_key(),
-                        start + absl::Milliseconds(1000.0 * w / num_workers)});
-      }
-      registers.Merge(reg_lat);
-      for (size_t i = 0; !sims.empty(); i = (i + 1) % sims.size()) {
-        Sim& sim = sims[i];
-        if (sim.due >= end) break;
-        const absl::Time now = absl::Now();
-        if (sim.due > now) absl::SleepFor(sim.due - now);
-        v1::HeartbeatRequest hb;
-        hb.mutable_task()->set_worker_id(sim.id);
-        hb.set_state(v1::WORKER_STATE_IDLE);
-        v1::HeartbeatResponse r;
-        const absl::Time t0 = absl::Now();
-        if (stub->Heartbeat(Ctx(sim.key).get(), hb, &r).ok()) {
-          beat_lat.push_back(MsSince(t0));
-        } else {
-          ++beat_errors;
-        }
-        sim.due += absl::Seconds(1);
-      }
-      beats.Merge(beat_lat);
-    });
+    drivers.push_back(
+        std::make_unique<FleetDriver>(address, start, end, steady));
   }
+  for (int w = 0; w < num_workers; ++w) {
+    drivers[w % client_threads]->AddWorker(
+        w, start + absl::Seconds(ramp * w / num_workers));
+  }
+  std::vector<std::thread> threads;
+  for (auto& d : drivers) threads.emplace_back([&d] { d->Run(); });
   std::vector<std::thread> kv_threads;
   for (int k = 0; k < kv_clients; ++k) {
     kv_threads.emplace_back([&, k] {
-      auto stub = make_stub();
+      auto stub = NewWorkerStub(address);
       KvClient(*stub, kv, k, end, sets, gets);
     });
   }
@@ -291,10 +375,7 @@ void RunScenario(int num_workers, double seconds, int kv_clients,
   for (int i = 0; i < watchers; ++i) {
     watch_threads.emplace_back([&] {
       // Its own channel, as a separate CLI process would have.
-      grpc::ChannelArguments args;
-      args.SetInt("grpc.use_local_subchannel_pool", 1);
-      auto stub = v1::JobService::NewStub(grpc::CreateCustomChannel(
-          address, grpc::InsecureChannelCredentials(), args));
+      auto stub = v1::JobService::NewStub(OwnChannel(address));
       Watcher(*stub, kv.job_id, end, watch_events);
     });
   }
@@ -302,39 +383,51 @@ void RunScenario(int num_workers, double seconds, int kv_clients,
   for (auto& t : kv_threads) t.join();
   for (auto& t : watch_threads) t.join();
   const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
+  const std::string use = DescribeUse(*coordinator, cpu_before, elapsed);
 
   v1::ListWorkersResponse list;
-  job_stub->ListWorkers(Ctx().get(), v1::ListWorkersRequest(), &list);
-  int dead = 0;
+  job_stub->ListWorkers(Ctx("", 60).get(), v1::ListWorkersRequest(), &list);
+  int dead = 0, listed = 0;
   for (const auto& w : list.workers()) {
+    if (w.host().rfind("sim-", 0) != 0) continue;
+    ++listed;
     if (w.state() == v1::WORKER_STATE_DEAD) ++dead;
   }
   stop = true;
   kv_beater.join();
+  Latencies registers, beats;
+  int register_errors = 0, beat_errors = 0;
+  for (auto& d : drivers) {
+    registers.Merge(d->registers.Values());
+    beats.Merge(d->beats.Values());
+    register_errors += d->register_errors;
+    beat_errors += d->beat_errors;
+  }
+  const double steady_s = absl::ToDoubleSeconds(end - steady);
   std::printf(
-      "\n== %d workers heartbeating at 1 Hz + %d KV clients + %d watchers, "
-      "%.1f s ==\n",
-      num_workers, kv_clients, watchers, elapsed);
-  std::printf("  register:        %s\n", registers.Describe(elapsed).c_str());
+      "\n== %d workers heartbeating at 1 Hz (registered over %.0f s) + %d KV "
+      "clients + %d watchers, %.1f s steady ==\n",
+      num_workers, ramp, kv_clients, watchers, steady_s);
+  std::printf("  register:        %s, errors %d\n",
+              registers.Describe(ramp > 0 ? ramp : 1).c_str(), register_errors);
   std::printf("  heartbeat:       %s, errors %d\n",
-              beats.Describe(elapsed).c_str(), beat_errors.load());
-  std::printf("  store set:       %s\n", sets.Describe(elapsed).c_str());
-  std::printf("  store get:       %s\n", gets.Describe(elapsed).c_str());
+              beats.Describe(steady_s).c_str(), beat_errors);
+  std::printf("  store set:       %s\n", sets.Describe(steady_s).c_str());
+  std::printf("  store get:       %s\n", gets.Describe(steady_s).c_str());
   std::printf("  watch events:    %s (report to arrival)\n",
-              watch_events.Describe(elapsed).c_str());
-  std::printf("  declared dead:   %d of %d (must be 0)\n", dead, num_workers);
-  server->Shutdown();
+              watch_events.Describe(steady_s).c_str());
+  std::printf("  declared dead:   %d of %d listed, %d simulated (must be 0)\n",
+              dead, listed, num_workers);
+  std::printf("  coordinator:     %s\n", use.c_str());
 }
 
 // Closed-loop set+get throughput of gradsync's store over gRPC.
-double GradsyncStoreOps(int clients, double seconds,
+double GradsyncStoreOps(const std::string& binary, int clients, double seconds,
                         const std::string& dataset) {
-  std::unique_ptr<CoordinatorServer> server = StartServer();
-  const std::string address = server->local_address();
-  auto channel =
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-  auto stub = WorkerService::NewStub(channel);
-  auto jobs = v1::JobService::NewStub(channel);
+  std::unique_ptr<CoordinatorProcess> coordinator = StartCoordinator(binary);
+  const std::string address = coordinator->address();
+  auto stub = NewWorkerStub(address);
+  auto jobs = v1::JobService::NewStub(OwnChannel(address));
   std::atomic<bool> stop{false};
   std::thread beater;
   KvJob kv = StartKvJob(*stub, *jobs, dataset, stop, beater);
@@ -352,7 +445,6 @@ double GradsyncStoreOps(int clients, double seconds,
   const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
   stop = true;
   beater.join();
-  server->Shutdown();
   return (sets.count() + gets.count()) / elapsed;
 }
 
@@ -379,7 +471,7 @@ double TcpStoreOps(int clients, double seconds) {
       const std::vector<uint8_t> value(64, 'v');
       int64_t n = 0;
       for (int i = 0; absl::Now() < end; ++i) {
-        const std::string key = absl::StrCat("c", k, "/", i % 1000);
+        const std::string key = absl::StrCat("c", k, "/", i % 1000, "/v");
         client.set(key, value);
         (void)client.get(key);
         n += 2;
@@ -398,13 +490,19 @@ double TcpStoreOps(int clients, double seconds) {
 int main(int argc, char** argv) {
   std::string workers_list = "100,1000";
   double seconds = 10;
+  double ramp = 5;
   int kv_clients = 2;
   int client_threads = 8;
   int watchers = 50;
+  int rendezvous_ranks = 1024;
+  std::string coordinator = gradsync::bench::CoordinatorBesideSelf();
   CLI::App app{"gradsync control-plane capacity benchmark"};
-  app.add_option("--workers", workers_list, "simulated worker counts")
+  app.add_option("--workers", workers_list,
+                 "simulated worker counts (empty: no fleet scenario)")
       ->capture_default_str();
-  app.add_option("--seconds", seconds, "duration of each scenario")
+  app.add_option("--seconds", seconds, "steady-state length of each scenario")
+      ->capture_default_str();
+  app.add_option("--ramp", ramp, "seconds over which the workers register")
       ->capture_default_str();
   app.add_option("--kv-clients", kv_clients, "closed-loop store clients")
       ->capture_default_str();
@@ -413,23 +511,63 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--watchers", watchers, "WatchJob streams on the job")
       ->capture_default_str();
+  app.add_option("--rendezvous-ranks", rendezvous_ranks,
+                 "ranks of the bootstrap scenario (0: skip it)")
+      ->capture_default_str();
+  app.add_option("--coordinator", coordinator, "gradsync-coordinator binary")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
+  // A thread and a socket per rank, both ends in this process for TCPStore.
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   const std::string dataset = gradsync::bench::MakeDataset();
   std::printf(
-      "gradsync control-plane benchmark: in-process coordinator on "
-      "loopback, %u hardware threads\n",
+      "gradsync control-plane benchmark: coordinator process on loopback, "
+      "%u hardware threads\n",
       std::thread::hardware_concurrency());
-  for (absl::string_view n : absl::StrSplit(workers_list, ',')) {
-    gradsync::bench::RunScenario(std::stoi(std::string(n)), seconds, kv_clients,
-                                 client_threads, watchers, dataset);
+  for (absl::string_view n :
+       absl::StrSplit(workers_list, ',', absl::SkipEmpty())) {
+    gradsync::bench::RunFleet(coordinator, std::stoi(std::string(n)), seconds,
+                              ramp, kv_clients, client_threads, watchers,
+                              dataset);
+  }
+  if (rendezvous_ranks > 0) {
+    std::printf(
+        "\n== bootstrap of a %d-rank job: address in, every address out, "
+        "barrier ==\n",
+        rendezvous_ranks);
+    auto print = [](const char* who,
+                    const gradsync::bench::RendezvousResult& r) {
+      std::printf(
+          "  %-26s ranks know their rank %.0f ms, hold every address %.0f ms, "
+          "all past the barrier %.0f ms; errors %d%s%s\n",
+          who, r.assigned_ms, r.addresses_ms, r.barrier_ms, r.errors,
+          r.errors ? ": " : "", r.first_error.c_str());
+    };
+    const auto ours = gradsync::bench::GradsyncRendezvous(
+        coordinator, rendezvous_ranks, dataset);
+    print("gradsync (from submit):", ours);
+    std::printf("  %-26s CPU %.2f s, peak RSS %.0f MB\n",
+                "gradsync coordinator:", ours.server_cpu_seconds,
+                ours.server_peak_rss_mb);
+    const auto theirs = gradsync::bench::TcpStoreRendezvous(rendezvous_ranks);
+    print("c10d TCPStore:", theirs);
+    if (ours.errors == 0 && theirs.errors == 0) {
+      std::printf(
+          "  ratio TCPStore / gradsync time to all past barrier: %.2f\n",
+          theirs.barrier_ms / ours.barrier_ms);
+    }
   }
   std::printf(
       "\n== store set+get, %d closed-loop clients, 64-byte values, "
       "%.0f s each ==\n",
       std::max(kv_clients, 1), seconds / 2);
-  const double ours = gradsync::bench::GradsyncStoreOps(std::max(kv_clients, 1),
-                                                        seconds / 2, dataset);
+  const double ours = gradsync::bench::GradsyncStoreOps(
+      coordinator, std::max(kv_clients, 1), seconds / 2, dataset);
   std::printf("  gradsync store (gRPC):   %.0f ops/s\n", ours);
 #if GRADSYNC_BENCH_WITH_TORCH
   const double theirs =

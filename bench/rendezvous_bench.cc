@@ -1,0 +1,242 @@
+#include "bench/rendezvous_bench.h"
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "bench/coordinator_process.h"
+#include "bench/latencies.h"
+#include "gradsync/v1/job_service.grpc.pb.h"
+#include "gradsync/v1/worker_service.grpc.pb.h"
+
+#if GRADSYNC_BENCH_WITH_TORCH
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
+
+namespace gradsync::bench {
+namespace {
+
+constexpr int kRanksPerHost = 8;
+constexpr int64_t kWaitMs = 120000;
+
+// Per-rank finish times (ms after the start) and the first error, written
+// by the rank threads.
+struct Timeline {
+  explicit Timeline(int ranks)
+      : assigned(ranks, 0), addresses(ranks, 0), past_barrier(ranks, 0) {}
+  void Fail(const std::string& what) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (errors++ == 0) first_error = what;
+  }
+  void Fill(RendezvousResult& r) const {
+    auto max = [](const std::vector<double>& v) {
+      return *std::max_element(v.begin(), v.end());
+    };
+    r.ranks = static_cast<int>(assigned.size());
+    r.errors = errors;
+    r.first_error = first_error;
+    r.assigned_ms = max(assigned);
+    r.addresses_ms = max(addresses);
+    r.barrier_ms = max(past_barrier);
+  }
+  std::vector<double> assigned, addresses, past_barrier;
+  std::mutex mu;
+  int errors = 0;
+  std::string first_error;
+};
+
+std::string AddressKey(int rank) { return absl::StrCat("addr/", rank); }
+
+struct SimRank {
+  std::string id, key;
+  std::shared_ptr<v1::WorkerService::Stub> stub;  // its host's channel
+};
+
+// One rank's bootstrap against the coordinator, `start` being the submit.
+void GradsyncRank(const SimRank& sim, int ranks, absl::Time start,
+                  Timeline& timeline, int index) {
+  v1::HeartbeatRequest hb;
+  hb.mutable_task()->set_worker_id(sim.id);
+  hb.set_state(v1::WORKER_STATE_IDLE);
+  v1::HeartbeatResponse beat;
+  grpc::Status s = sim.stub->Heartbeat(Ctx(sim.key).get(), hb, &beat);
+  if (!s.ok() || beat.action() != v1::ACTION_RUN) {
+    timeline.Fail(absl::StrCat("heartbeat of ", sim.id, ": ",
+                               s.ok() ? "no assignment" : s.error_message()));
+    return;
+  }
+  const v1::Assignment& a = beat.assignment();
+  timeline.assigned[index] = MsSince(start);
+  v1::TaskRef task;
+  task.set_worker_id(sim.id);
+  task.set_job_id(a.job_id());
+  task.set_attempt(a.attempt());
+  task.set_rank(a.rank());
+
+  v1::StoreSetRequest set;
+  *set.mutable_task() = task;
+  set.set_key(AddressKey(a.rank()));
+  set.set_value(absl::StrCat(a.peers(a.rank()).host(), ":", 29500 + a.rank()));
+  v1::StoreSetResponse set_r;
+  s = sim.stub->StoreSet(Ctx(sim.key).get(), set, &set_r);
+  v1::StoreMultiGetRequest get;
+  *get.mutable_task() = task;
+  for (int r = 0; r < ranks; ++r) get.add_keys(AddressKey(r));
+  get.set_timeout_ms(kWaitMs);
+  v1::StoreMultiGetResponse got;
+  if (s.ok()) {
+    s = sim.stub->StoreMultiGet(Ctx(sim.key, kWaitMs / 1000 + 10).get(), get,
+                                &got);
+  }
+  if (!s.ok() || got.values_size() != ranks) {
+    timeline.Fail(
+        absl::StrCat("addresses of rank ", a.rank(), ": ", s.error_message()));
+    return;
+  }
+  timeline.addresses[index] = MsSince(start);
+  v1::BarrierRequest barrier;
+  *barrier.mutable_task() = task;
+  barrier.set_name("bootstrap");
+  barrier.set_timeout_ms(kWaitMs);
+  v1::BarrierResponse passed;
+  s = sim.stub->Barrier(Ctx(sim.key, kWaitMs / 1000 + 10).get(), barrier,
+                        &passed);
+  if (!s.ok()) {
+    timeline.Fail(
+        absl::StrCat("barrier of rank ", a.rank(), ": ", s.error_message()));
+    return;
+  }
+  timeline.past_barrier[index] = MsSince(start);
+}
+
+}  // namespace
+
+RendezvousResult GradsyncRendezvous(const std::string& coordinator_binary,
+                                    int ranks, const std::string& dataset) {
+  RendezvousResult result;
+  result.ranks = ranks;
+  // The simulated workers do not heartbeat while they bootstrap (a real
+  // worker does, from a thread of its own): a timeout longer than the run.
+  auto coordinator = CoordinatorProcess::Start(coordinator_binary,
+                                               {"--heartbeat-timeout", "600"});
+  if (!coordinator.ok()) {
+    result.errors = ranks;
+    result.first_error = coordinator.status().ToString();
+    return result;
+  }
+  const std::string address = (*coordinator)->address();
+  std::vector<std::shared_ptr<v1::WorkerService::Stub>> hosts;
+  for (int h = 0; h * kRanksPerHost < ranks; ++h) {
+    hosts.push_back(v1::WorkerService::NewStub(OwnChannel(address)));
+  }
+  std::vector<SimRank> sims(ranks);
+  {
+    std::vector<std::thread> registering;
+    for (int t = 0; t < 16; ++t) {
+      registering.emplace_back([&, t] {
+        for (int i = t; i < ranks; i += 16) {
+          v1::RegisterWorkerRequest reg;
+          reg.set_host(absl::StrCat("rdv-", i / kRanksPerHost));
+          v1::RegisterWorkerResponse r;
+          sims[i].stub = hosts[i / kRanksPerHost];
+          if (sims[i].stub->RegisterWorker(Ctx().get(), reg, &r).ok()) {
+            sims[i].id = r.worker_id();
+            sims[i].key = r.worker_key();
+          }
+        }
+      });
+    }
+    for (auto& t : registering) t.join();
+  }
+  auto jobs = v1::JobService::NewStub(OwnChannel(address));
+  Timeline timeline(ranks);
+  absl::Notification go;
+  absl::Time start;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < ranks; ++i) {
+    threads.emplace_back([&, i] {
+      go.WaitForNotification();
+      GradsyncRank(sims[i], ranks, start, timeline, i);
+    });
+  }
+  const absl::StatusOr<ProcessUse> before = (*coordinator)->Use();
+  v1::SubmitJobRequest submit;
+  v1::JobSpec* spec = submit.mutable_spec();
+  spec->set_name("rendezvous-bench");
+  spec->mutable_dataset()->set_path(dataset);
+  spec->set_model("mlp");
+  spec->set_batch_size(1);
+  spec->mutable_world_size()->set_min_workers(ranks);
+  spec->mutable_world_size()->set_max_workers(ranks);
+  v1::Job job;
+  start = absl::Now();
+  grpc::Status s = jobs->SubmitJob(Ctx().get(), submit, &job);
+  if (!s.ok()) timeline.Fail(absl::StrCat("submit: ", s.error_message()));
+  go.Notify();
+  for (auto& t : threads) t.join();
+  timeline.Fill(result);
+  const absl::StatusOr<ProcessUse> after = (*coordinator)->Use();
+  if (before.ok() && after.ok()) {
+    result.server_cpu_seconds = after->cpu_seconds - before->cpu_seconds;
+    result.server_peak_rss_mb = after->peak_rss_bytes / 1e6;
+  }
+  return result;
+}
+
+RendezvousResult TcpStoreRendezvous(int ranks) {
+  RendezvousResult result;
+  result.ranks = ranks;
+#if GRADSYNC_BENCH_WITH_TORCH
+  c10d::TCPStoreOptions server_opts;
+  server_opts.port = 0;
+  server_opts.isServer = true;
+  server_opts.waitWorkers = false;
+  c10d::TCPStore server("127.0.0.1", server_opts);
+  const uint16_t port = server.getPort();
+  std::vector<std::string> keys;
+  for (int r = 0; r < ranks; ++r) keys.push_back(AddressKey(r));
+  Timeline timeline(ranks);
+  const absl::Time start = absl::Now();
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < ranks; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        c10d::TCPStoreOptions opts;
+        opts.port = port;
+        opts.waitWorkers = false;
+        opts.timeout = std::chrono::milliseconds(kWaitMs);
+        c10d::TCPStore client("127.0.0.1", opts);
+        timeline.assigned[rank] = MsSince(start);
+        const std::string address =
+            absl::StrCat("rdv-", rank / kRanksPerHost, ":", 29500 + rank);
+        client.set(AddressKey(rank),
+                   std::vector<uint8_t>(address.begin(), address.end()));
+        client.wait(keys);
+        for (const std::string& key : keys) (void)client.get(key);
+        timeline.addresses[rank] = MsSince(start);
+        if (client.add("bootstrap/arrived", 1) == ranks) {
+          client.set("bootstrap/done", std::vector<uint8_t>{1});
+        }
+        client.wait({"bootstrap/done"});
+        timeline.past_barrier[rank] = MsSince(start);
+      } catch (const std::exception& e) {
+        timeline.Fail(absl::StrCat("rank ", rank, ": ", e.what()));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  timeline.Fill(result);
+#else
+  result.errors = ranks;
+  result.first_error = "not built (LibTorch not found)";
+#endif
+  return result;
+}
+
+}  // namespace gradsync::bench

@@ -1,0 +1,43 @@
+// The bootstrap of one large job, measured: every rank puts its address
+// into the store, reads every peer's address and meets the others at a
+// barrier. Once against a gradsync coordinator (the ranks are simulated
+// workers that get their rank from the scheduler), once against c10d's
+// TCPStore from LibTorch, the way torchrun's c10d rendezvous and a
+// process group's bootstrap use it. One thread per rank on both sides.
+//
+// Thread-compatible: call one at a time.
+#pragma once
+
+#include <string>
+
+namespace gradsync::bench {
+
+struct RendezvousResult {
+  int ranks = 0;
+  int errors = 0;  // ranks that failed a step (first error kept)
+  std::string first_error;
+  double assigned_ms = 0;   // start to the last rank knowing its rank
+  double addresses_ms = 0;  // start to the last rank holding every address
+  double barrier_ms = 0;    // start to the last rank past the barrier
+  // The coordinator's CPU seconds and peak resident memory over the run
+  // (gradsync only).
+  double server_cpu_seconds = 0;
+  double server_peak_rss_mb = 0;
+};
+
+// Starts `coordinator_binary`, registers `ranks` simulated workers (8 per
+// host, one channel per host), submits a `ranks`-rank job and times from
+// the submission: each rank's heartbeat that brings its assignment, its
+// StoreSet of addr/<rank>, one StoreMultiGet of all addresses and one
+// Barrier.
+RendezvousResult GradsyncRendezvous(const std::string& coordinator_binary,
+                                    int ranks, const std::string& dataset);
+
+// The same against a TCPStore server in this process: each rank connects a
+// client, sets addr/<rank>, waits for all addresses and gets each one
+// (this LibTorch's TCPStore has no multi-get), then add + wait as c10d's
+// store barrier does. Returns errors = ranks and a note when LibTorch was
+// not built in.
+RendezvousResult TcpStoreRendezvous(int ranks);
+
+}  // namespace gradsync::bench
