@@ -18,7 +18,7 @@
 //
 // Usage: gradsync-bench-control-plane [--workers 100,1000] [--seconds 10]
 //            [--ramp 5] [--kv-clients 2] [--client-threads 8]
-//            [--watchers 50] [--rendezvous-ranks 1024]
+//            [--watchers 50] [--rendezvous-ranks 1024] [--store-clients 2]
 //            [--coordinator build/bin/gradsync-coordinator]
 #include <grpcpp/grpcpp.h>
 #include <sys/resource.h>
@@ -495,6 +495,7 @@ int main(int argc, char** argv) {
   int client_threads = 8;
   int watchers = 50;
   int rendezvous_ranks = 1024;
+  int store_clients = 2;
   std::string coordinator = gradsync::bench::CoordinatorBesideSelf();
   CLI::App app{"gradsync control-plane capacity benchmark"};
   app.add_option("--workers", workers_list,
@@ -513,6 +514,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--rendezvous-ranks", rendezvous_ranks,
                  "ranks of the bootstrap scenario (0: skip it)")
+      ->capture_default_str();
+  app.add_option("--store-clients", store_clients,
+                 "closed-loop clients of the store throughput comparison")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--coordinator", coordinator, "gradsync-coordinator binary")
       ->capture_default_str();
@@ -565,13 +570,13 @@ int main(int argc, char** argv) {
   std::printf(
       "\n== store set+get, %d closed-loop clients, 64-byte values, "
       "%.0f s each ==\n",
-      std::max(kv_clients, 1), seconds / 2);
+      store_clients, seconds / 2);
   const double ours = gradsync::bench::GradsyncStoreOps(
-      coordinator, std::max(kv_clients, 1), seconds / 2, dataset);
+      coordinator, store_clients, seconds / 2, dataset);
   std::printf("  gradsync store (gRPC):   %.0f ops/s\n", ours);
 #if GRADSYNC_BENCH_WITH_TORCH
   const double theirs =
-      gradsync::bench::TcpStoreOps(std::max(kv_clients, 1), seconds / 2);
+      gradsync::bench::TcpStoreOps(store_clients, seconds / 2);
   std::printf("  c10d TCPStore (LibTorch): %.0f ops/s\n", theirs);
   std::printf("  ratio gradsync / TCPStore: %.2f\n", ours / theirs);
 #else

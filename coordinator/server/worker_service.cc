@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -123,42 +124,74 @@ absl::StatusOr<std::shared_ptr<MemoryStore>> WorkerServiceImpl::AttemptStore(
   return coordinator_->Store(task.job_id(), task.attempt());
 }
 
-grpc::Status WorkerServiceImpl::StoreSet(grpc::ServerContext* context,
-                                         const v1::StoreSetRequest* request,
-                                         v1::StoreSetResponse*) {
+grpc::ServerUnaryReactor* WorkerServiceImpl::StoreSet(
+    grpc::CallbackServerContext* context, const v1::StoreSetRequest* request,
+    v1::StoreSetResponse*) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   auto store = AttemptStore(*context, request->task(), {request->key()},
                             /*write=*/true);
-  if (!store.ok()) return ToGrpcStatus(store.status());
-  return ToGrpcStatus((*store)->Set(request->key(), request->value()));
+  reactor->Finish(
+      ToGrpcStatus(store.ok() ? (*store)->Set(request->key(), request->value())
+                              : store.status()));
+  return reactor;
 }
 
-grpc::Status WorkerServiceImpl::StoreGet(grpc::ServerContext* context,
-                                         const v1::StoreGetRequest* request,
-                                         v1::StoreGetResponse* response) {
+grpc::ServerUnaryReactor* WorkerServiceImpl::StoreGet(
+    grpc::CallbackServerContext* context, const v1::StoreGetRequest* request,
+    v1::StoreGetResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   auto store = AttemptStore(*context, request->task(), {request->key()},
                             /*write=*/false);
-  if (!store.ok()) return ToGrpcStatus(store.status());
+  if (!store.ok()) {
+    reactor->Finish(ToGrpcStatus(store.status()));
+    return reactor;
+  }
+  // A key that is there (or a get that may not wait) is answered inline.
+  const absl::Duration timeout = WaitTimeout(*context, request->timeout_ms(),
+                                             coordinator_->options().max_wait);
+  absl::StatusOr<std::string> value =
+      (*store)->Get(request->key(), absl::ZeroDuration());
+  if (value.ok() || !absl::IsDeadlineExceeded(value.status()) ||
+      timeout <= absl::ZeroDuration()) {
+    if (value.ok()) response->set_value(*std::move(value));
+    reactor->Finish(ToGrpcStatus(value.status()));
+    return reactor;
+  }
   absl::StatusOr<CallGate::Pass> pass = waiting_->Enter("store get");
-  if (!pass.ok()) return ToGrpcStatus(pass.status());
-  absl::StatusOr<std::string> value = (*store)->Get(
-      request->key(), WaitTimeout(*context, request->timeout_ms(),
-                                  coordinator_->options().max_wait));
-  if (!value.ok()) return ToGrpcStatus(value.status());
-  response->set_value(std::move(*value));
-  return grpc::Status::OK;
+  if (!pass.ok()) {
+    reactor->Finish(ToGrpcStatus(pass.status()));
+    return reactor;
+  }
+  // The wait must not hold a callback thread. The store (closed when its
+  // attempt ends or the coordinator shuts down) wakes it by then at the
+  // latest; the server's shutdown waits for the Finish.
+  std::thread([reactor, request, response, store = *std::move(store),
+               pass = *std::move(pass), timeout]() mutable {
+    absl::StatusOr<std::string> value;
+    {
+      // Given back before the answer: a caller that has it sees the slot
+      // free.
+      CallGate::Pass held = std::move(pass);
+      value = store->Get(request->key(), timeout);
+    }
+    if (value.ok()) response->set_value(*std::move(value));
+    reactor->Finish(ToGrpcStatus(value.status()));
+  }).detach();
+  return reactor;
 }
 
-grpc::Status WorkerServiceImpl::StoreAdd(grpc::ServerContext* context,
-                                         const v1::StoreAddRequest* request,
-                                         v1::StoreAddResponse* response) {
+grpc::ServerUnaryReactor* WorkerServiceImpl::StoreAdd(
+    grpc::CallbackServerContext* context, const v1::StoreAddRequest* request,
+    v1::StoreAddResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   auto store = AttemptStore(*context, request->task(), {request->key()},
                             /*write=*/true);
-  if (!store.ok()) return ToGrpcStatus(store.status());
   absl::StatusOr<int64_t> value =
-      (*store)->Add(request->key(), request->delta());
-  if (!value.ok()) return ToGrpcStatus(value.status());
-  response->set_value(*value);
-  return grpc::Status::OK;
+      store.ok() ? (*store)->Add(request->key(), request->delta())
+                 : absl::StatusOr<int64_t>(store.status());
+  if (value.ok()) response->set_value(*value);
+  reactor->Finish(ToGrpcStatus(value.status()));
+  return reactor;
 }
 
 grpc::Status WorkerServiceImpl::StoreWait(grpc::ServerContext* context,

@@ -15,13 +15,19 @@
 
 namespace gradsync {
 
-// Heartbeat, the call every worker makes every second, is served on gRPC's
-// callback API: answered on the thread that read it, without the hand-off
-// to a thread of the synchronous pool (at 10,000 workers that hand-off was
-// most of the coordinator's CPU). The other calls are synchronous.
+// Heartbeat, the call every worker makes every second, and the store's
+// set, add and get are served on gRPC's callback API: answered on the
+// thread that read them, without the hand-off to a thread of the
+// synchronous pool (at 10,000 workers that hand-off was most of the
+// coordinator's CPU). A get of a key not yet there waits on a thread of
+// its own, admitted by `waiting` like every waiting call. The other calls
+// are synchronous.
 class WorkerServiceImpl final
     : public v1::WorkerService::WithCallbackMethod_Heartbeat<
-          v1::WorkerService::Service> {
+          v1::WorkerService::WithCallbackMethod_StoreSet<
+              v1::WorkerService::WithCallbackMethod_StoreGet<
+                  v1::WorkerService::WithCallbackMethod_StoreAdd<
+                      v1::WorkerService::Service>>>> {
  public:
   // Every call is first checked against `auth` (see auth.h), and every call
   // but RegisterWorker against the caller's worker key and assignment
@@ -53,15 +59,15 @@ class WorkerServiceImpl final
   grpc::Status CompleteTask(grpc::ServerContext* context,
                             const v1::CompleteTaskRequest* request,
                             v1::CompleteTaskResponse* response) override;
-  grpc::Status StoreSet(grpc::ServerContext* context,
-                        const v1::StoreSetRequest* request,
-                        v1::StoreSetResponse* response) override;
-  grpc::Status StoreGet(grpc::ServerContext* context,
-                        const v1::StoreGetRequest* request,
-                        v1::StoreGetResponse* response) override;
-  grpc::Status StoreAdd(grpc::ServerContext* context,
-                        const v1::StoreAddRequest* request,
-                        v1::StoreAddResponse* response) override;
+  grpc::ServerUnaryReactor* StoreSet(grpc::CallbackServerContext* context,
+                                     const v1::StoreSetRequest* request,
+                                     v1::StoreSetResponse* response) override;
+  grpc::ServerUnaryReactor* StoreGet(grpc::CallbackServerContext* context,
+                                     const v1::StoreGetRequest* request,
+                                     v1::StoreGetResponse* response) override;
+  grpc::ServerUnaryReactor* StoreAdd(grpc::CallbackServerContext* context,
+                                     const v1::StoreAddRequest* request,
+                                     v1::StoreAddResponse* response) override;
   grpc::Status StoreWait(grpc::ServerContext* context,
                          const v1::StoreWaitRequest* request,
                          v1::StoreWaitResponse* response) override;
