@@ -77,13 +77,7 @@ KvJob StartKvJob(WorkerService::Stub& workers, v1::JobService::Stub& jobs,
   reg.set_host("kv-host");
   v1::RegisterWorkerResponse id;
   workers.RegisterWorker(Ctx().get(), reg, &id);
-  v1::SubmitJobRequest submit;
-  v1::JobSpec* spec = submit.mutable_spec();
-  spec->set_name("kv-bench");
-  spec->mutable_dataset()->set_path(dataset);
-  spec->set_model("mlp");
-  spec->set_batch_size(1);
-  spec->mutable_world_size()->set_max_workers(1);
+  const v1::SubmitJobRequest submit = MlpJob("kv-bench", dataset, 1);
   v1::Job job;
   grpc::Status s = jobs.SubmitJob(Ctx().get(), submit, &job);
   if (!s.ok()) {

@@ -1,6 +1,6 @@
 // Latencies: call latencies in milliseconds gathered from several threads,
-// and the small gRPC helpers the control-plane benchmark's scenarios share.
-// Latencies is thread-safe; the helpers are pure.
+// and the small gRPC and job helpers the control-plane benchmark's scenarios
+// share. Latencies is thread-safe; the helpers are pure.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "coordinator/control/metrics_aggregator.h"
 #include "coordinator/wire/secrets.h"
+#include "gradsync/v1/job_service.pb.h"
 
 namespace gradsync::bench {
 
@@ -71,6 +72,21 @@ inline std::shared_ptr<grpc::Channel> OwnChannel(const std::string& address) {
   args.SetMaxReceiveMessageSize(-1);
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
                                    args);
+}
+
+// A submission of an `ranks`-rank job (exactly) of the small mlp over
+// `dataset`: what the scenarios need a job for is its store and barriers.
+inline v1::SubmitJobRequest MlpJob(const std::string& name,
+                                   const std::string& dataset, int ranks) {
+  v1::SubmitJobRequest submit;
+  v1::JobSpec* spec = submit.mutable_spec();
+  spec->set_name(name);
+  spec->mutable_dataset()->set_path(dataset);
+  spec->set_model("mlp");
+  spec->set_batch_size(1);
+  spec->mutable_world_size()->set_min_workers(ranks);
+  spec->mutable_world_size()->set_max_workers(ranks);
+  return submit;
 }
 
 }  // namespace gradsync::bench

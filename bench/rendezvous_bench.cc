@@ -166,14 +166,8 @@ RendezvousResult GradsyncRendezvous(const std::string& coordinator_binary,
     });
   }
   const absl::StatusOr<ProcessUse> before = (*coordinator)->Use();
-  v1::SubmitJobRequest submit;
-  v1::JobSpec* spec = submit.mutable_spec();
-  spec->set_name("rendezvous-bench");
-  spec->mutable_dataset()->set_path(dataset);
-  spec->set_model("mlp");
-  spec->set_batch_size(1);
-  spec->mutable_world_size()->set_min_workers(ranks);
-  spec->mutable_world_size()->set_max_workers(ranks);
+  const v1::SubmitJobRequest submit =
+      MlpJob("rendezvous-bench", dataset, ranks);
   v1::Job job;
   start = absl::Now();
   grpc::Status s = jobs->SubmitJob(Ctx().get(), submit, &job);
