@@ -41,15 +41,25 @@ grpc::Status WorkerServiceImpl::RegisterWorker(
   return Reply(coordinator_->RegisterWorker(*request), response);
 }
 
+grpc::Status WorkerServiceImpl::ServeHeartbeat(
+    const grpc::ServerContextBase& context, const v1::HeartbeatRequest& request,
+    v1::HeartbeatResponse* response) {
+  // Identity only: an idle worker runs no task.
+  if (grpc::Status s =
+          Authorize(context, request.task().worker_id(), "", 0, -1);
+      !s.ok()) {
+    return s;
+  }
+  return Reply(coordinator_->Heartbeat(request), response);
+}
+
 grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(
     grpc::CallbackServerContext* context, const v1::HeartbeatRequest* request,
     v1::HeartbeatResponse* response) {
+  // Nothing in it blocks (the coordinator's lock is held for map lookups),
+  // so it runs inline.
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  // Identity only: an idle worker runs no task. Nothing here blocks (the
-  // coordinator's lock is held for map lookups), so it runs inline.
-  grpc::Status s = Authorize(*context, request->task().worker_id(), "", 0, -1);
-  reactor->Finish(s.ok() ? Reply(coordinator_->Heartbeat(*request), response)
-                         : s);
+  reactor->Finish(ServeHeartbeat(*context, *request, response));
   return reactor;
 }
 
@@ -124,16 +134,37 @@ absl::StatusOr<std::shared_ptr<MemoryStore>> WorkerServiceImpl::AttemptStore(
   return coordinator_->Store(task.job_id(), task.attempt());
 }
 
+grpc::Status WorkerServiceImpl::ServeStoreSet(
+    const grpc::ServerContextBase& context,
+    const v1::StoreSetRequest& request) {
+  auto store = AttemptStore(context, request.task(), {request.key()},
+                            /*write=*/true);
+  return ToGrpcStatus(store.ok() ? (*store)->Set(request.key(), request.value())
+                                 : store.status());
+}
+
 grpc::ServerUnaryReactor* WorkerServiceImpl::StoreSet(
     grpc::CallbackServerContext* context, const v1::StoreSetRequest* request,
     v1::StoreSetResponse*) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto store = AttemptStore(*context, request->task(), {request->key()},
-                            /*write=*/true);
-  reactor->Finish(
-      ToGrpcStatus(store.ok() ? (*store)->Set(request->key(), request->value())
-                              : store.status()));
+  reactor->Finish(ServeStoreSet(*context, *request));
   return reactor;
+}
+
+grpc::Status WorkerServiceImpl::ServeStoreGet(
+    const grpc::ServerContextBase& context, const v1::StoreGetRequest& request,
+    v1::StoreGetResponse* response) {
+  auto store = AttemptStore(context, request.task(), {request.key()},
+                            /*write=*/false);
+  if (!store.ok()) return ToGrpcStatus(store.status());
+  absl::StatusOr<CallGate::Pass> pass = waiting_->Enter("store get");
+  if (!pass.ok()) return ToGrpcStatus(pass.status());
+  absl::StatusOr<std::string> value = (*store)->Get(
+      request.key(), WaitTimeout(context, request.timeout_ms(),
+                                 coordinator_->options().max_wait));
+  if (!value.ok()) return ToGrpcStatus(value.status());
+  response->set_value(*std::move(value));
+  return grpc::Status::OK;
 }
 
 grpc::ServerUnaryReactor* WorkerServiceImpl::StoreGet(
@@ -180,17 +211,23 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::StoreGet(
   return reactor;
 }
 
+grpc::Status WorkerServiceImpl::ServeStoreAdd(
+    const grpc::ServerContextBase& context, const v1::StoreAddRequest& request,
+    v1::StoreAddResponse* response) {
+  auto store = AttemptStore(context, request.task(), {request.key()},
+                            /*write=*/true);
+  if (!store.ok()) return ToGrpcStatus(store.status());
+  absl::StatusOr<int64_t> value = (*store)->Add(request.key(), request.delta());
+  if (!value.ok()) return ToGrpcStatus(value.status());
+  response->set_value(*value);
+  return grpc::Status::OK;
+}
+
 grpc::ServerUnaryReactor* WorkerServiceImpl::StoreAdd(
     grpc::CallbackServerContext* context, const v1::StoreAddRequest* request,
     v1::StoreAddResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto store = AttemptStore(*context, request->task(), {request->key()},
-                            /*write=*/true);
-  absl::StatusOr<int64_t> value =
-      store.ok() ? (*store)->Add(request->key(), request->delta())
-                 : absl::StatusOr<int64_t>(store.status());
-  if (value.ok()) response->set_value(*value);
-  reactor->Finish(ToGrpcStatus(value.status()));
+  reactor->Finish(ServeStoreAdd(*context, *request, response));
   return reactor;
 }
 

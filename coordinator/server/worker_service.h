@@ -78,6 +78,21 @@ class WorkerServiceImpl final
                        const v1::BarrierRequest* request,
                        v1::BarrierResponse* response) override;
 
+  // The callback methods above as plain blocking calls on any context (the
+  // in-process fuzzer drives these; the server does not). ServeStoreGet
+  // waits on the calling thread.
+  grpc::Status ServeHeartbeat(const grpc::ServerContextBase& context,
+                              const v1::HeartbeatRequest& request,
+                              v1::HeartbeatResponse* response);
+  grpc::Status ServeStoreSet(const grpc::ServerContextBase& context,
+                             const v1::StoreSetRequest& request);
+  grpc::Status ServeStoreAdd(const grpc::ServerContextBase& context,
+                             const v1::StoreAddRequest& request,
+                             v1::StoreAddResponse* response);
+  grpc::Status ServeStoreGet(const grpc::ServerContextBase& context,
+                             const v1::StoreGetRequest& request,
+                             v1::StoreGetResponse* response);
+
   grpc::Status UploadSnapshot(grpc::ServerContext* context,
                               grpc::ServerReader<v1::SnapshotChunk>* reader,
                               v1::SnapshotMeta* response) override;

@@ -453,7 +453,7 @@ void RunService(World& w, uint8_t selector, const uint8_t* data, size_t size) {
       if (!Parse(data, size, &r)) break;
       Resolve(w, r.mutable_task());
       with_key(r.task().worker_id());
-      Succeeded(w.workers->Heartbeat(&ctx, &r, &out), creds, call);
+      Succeeded(w.workers->ServeHeartbeat(ctx, r, &out), creds, call);
       break;
     }
     case 7: {
@@ -501,12 +501,11 @@ void RunService(World& w, uint8_t selector, const uint8_t* data, size_t size) {
     }
     case 10: {
       v1::StoreSetRequest r;
-      v1::StoreSetResponse out;
       if (!Parse(data, size, &r)) break;
       Resolve(w, r.mutable_task());
       with_key(r.task().worker_id());
       const bool may = MayActAs(c, w, creds, r.task(), r.task().rank());
-      if (Succeeded(w.workers->StoreSet(&ctx, &r, &out), creds, call)) {
+      if (Succeeded(w.workers->ServeStoreSet(ctx, r), creds, call)) {
         RequireMay(may, "StoreSet", r.task(), r.task().rank());
         CheckKeyOwner(r.key(), r.task());
       }
@@ -518,7 +517,7 @@ void RunService(World& w, uint8_t selector, const uint8_t* data, size_t size) {
       if (!Parse(data, size, &r)) break;
       Resolve(w, r.mutable_task());
       with_key(r.task().worker_id());
-      Succeeded(w.workers->StoreGet(&ctx, &r, &out), creds, call);
+      Succeeded(w.workers->ServeStoreGet(ctx, r, &out), creds, call);
       break;
     }
     case 12: {
@@ -528,7 +527,7 @@ void RunService(World& w, uint8_t selector, const uint8_t* data, size_t size) {
       Resolve(w, r.mutable_task());
       with_key(r.task().worker_id());
       const bool may = MayActAs(c, w, creds, r.task(), r.task().rank());
-      if (Succeeded(w.workers->StoreAdd(&ctx, &r, &out), creds, call)) {
+      if (Succeeded(w.workers->ServeStoreAdd(ctx, r, &out), creds, call)) {
         RequireMay(may, "StoreAdd", r.task(), r.task().rank());
         CheckKeyOwner(r.key(), r.task());
       }
