@@ -196,12 +196,9 @@ void Watcher(v1::JobService::Stub& jobs, const std::string& job_id,
 // thread's channel; a second thread reaps the answers and their latency.
 class FleetDriver {
  public:
-  FleetDriver(const std::string& address, absl::Time start, absl::Time end,
-              absl::Time steady)
-      : stub_(NewWorkerStub(address)),
-        start_(start),
-        end_(end),
-        steady_(steady) {}
+  // Sends until `end`; latencies count for beats sent from `steady` on.
+  FleetDriver(const std::string& address, absl::Time end, absl::Time steady)
+      : stub_(NewWorkerStub(address)), end_(end), steady_(steady) {}
 
   // Simulated worker `index` registers at `due`.
   void AddWorker(int index, absl::Time due) {
@@ -243,7 +240,7 @@ class FleetDriver {
   }
 
   Latencies registers, beats;
-  std::atomic<int> register_errors{0}, beat_errors{0}, late_beats{0};
+  std::atomic<int> register_errors{0}, beat_errors{0};
 
  private:
   struct Sim {
@@ -307,7 +304,7 @@ class FleetDriver {
 
   std::unique_ptr<WorkerService::Stub> stub_;
   grpc::CompletionQueue cq_;
-  const absl::Time start_, end_, steady_;
+  const absl::Time end_, steady_;
   std::vector<Sim> sims_;
   std::priority_queue<Due> queue_;
   std::atomic<bool> sending_done_{false};
@@ -345,12 +342,13 @@ void RunFleet(const std::string& binary, int num_workers, double seconds,
   // Latencies count once every worker has registered and beaten once.
   const absl::Time steady = start + absl::Seconds(ramp + 1);
   const absl::Time end = steady + absl::Seconds(seconds);
-  const double cpu_before =
-      coordinator->Use().ok() ? coordinator->Use()->cpu_seconds : 0;
+  const double cpu_before = [&] {
+    absl::StatusOr<ProcessUse> use = coordinator->Use();
+    return use.ok() ? use->cpu_seconds : 0;
+  }();
   std::vector<std::unique_ptr<FleetDriver>> drivers;
   for (int t = 0; t < client_threads; ++t) {
-    drivers.push_back(
-        std::make_unique<FleetDriver>(address, start, end, steady));
+    drivers.push_back(std::make_unique<FleetDriver>(address, end, steady));
   }
   for (int w = 0; w < num_workers; ++w) {
     drivers[w % client_threads]->AddWorker(
