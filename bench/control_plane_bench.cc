@@ -40,6 +40,7 @@
 #include "bench/coordinator_process.h"
 #include "bench/latencies.h"
 #include "bench/rendezvous_bench.h"
+#include "coordinator/client/remote_store.h"
 #include "gradsync/v1/job_service.grpc.pb.h"
 #include "gradsync/v1/worker_service.grpc.pb.h"
 
@@ -114,38 +115,39 @@ KvJob StartKvJob(WorkerService::Stub& workers, v1::JobService::Stub& jobs,
   return kv;
 }
 
+// The store of the KV job's attempt as its rank 0 sees it (what a worker's
+// bootstrap uses), on a channel of its own.
+std::unique_ptr<RemoteStore> KvStore(const std::string& address,
+                                     const KvJob& kv,
+                                     RemoteStoreOptions options = {}) {
+  v1::TaskRef task;
+  task.set_worker_id(kv.worker_id);
+  task.set_job_id(kv.job_id);
+  task.set_attempt(kv.attempt);
+  task.set_rank(0);
+  return std::make_unique<RemoteStore>(
+      WorkerService::NewStub(OwnChannel(address)), task, kv.key, options);
+}
+
 // Closed-loop set+get on distinct keys; returns the latencies of each op.
-void KvClient(WorkerService::Stub& stub, const KvJob& kv, int id,
-              absl::Time end, Latencies& sets, Latencies& gets) {
+void KvClient(Store& store, int id, absl::Time end, Latencies& sets,
+              Latencies& gets) {
   std::vector<double> s_lat, g_lat;
   const std::string value(64, 'v');
   for (int i = 0; absl::Now() < end; ++i) {
     // (Not ending in a number: such keys belong to that rank, key_owner.h.)
     const std::string key = absl::StrCat("c", id, "/", i % 1000, "/v");
-    v1::StoreSetRequest set;
-    set.mutable_task()->set_worker_id(kv.worker_id);
-    set.mutable_task()->set_job_id(kv.job_id);
-    set.mutable_task()->set_attempt(kv.attempt);
-    set.set_key(key);
-    set.set_value(value);
-    v1::StoreSetResponse set_r;
     absl::Time t = absl::Now();
-    if (grpc::Status s = stub.StoreSet(Ctx(kv.key).get(), set, &set_r);
-        !s.ok()) {
-      std::fprintf(stderr, "store set failed: %s\n", s.error_message().c_str());
+    if (absl::Status s = store.Set(key, value); !s.ok()) {
+      std::fprintf(stderr, "store set failed: %s\n", s.ToString().c_str());
       break;
     }
     s_lat.push_back(MsSince(t));
-    v1::StoreGetRequest get;
-    get.mutable_task()->set_worker_id(kv.worker_id);
-    get.mutable_task()->set_job_id(kv.job_id);
-    get.mutable_task()->set_attempt(kv.attempt);
-    get.set_key(key);
-    v1::StoreGetResponse get_r;
     t = absl::Now();
-    if (grpc::Status s = stub.StoreGet(Ctx(kv.key).get(), get, &get_r);
-        !s.ok()) {
-      std::fprintf(stderr, "store get failed: %s\n", s.error_message().c_str());
+    if (absl::StatusOr<std::string> v = store.Get(key, absl::Seconds(10));
+        !v.ok()) {
+      std::fprintf(stderr, "store get failed: %s\n",
+                   v.status().ToString().c_str());
       break;
     }
     g_lat.push_back(MsSince(t));
@@ -358,10 +360,8 @@ void RunFleet(const std::string& binary, int num_workers, double seconds,
   for (auto& d : drivers) threads.emplace_back([&d] { d->Run(); });
   std::vector<std::thread> kv_threads;
   for (int k = 0; k < kv_clients; ++k) {
-    kv_threads.emplace_back([&, k] {
-      auto stub = NewWorkerStub(address);
-      KvClient(*stub, kv, k, end, sets, gets);
-    });
+    kv_threads.emplace_back(
+        [&, k] { KvClient(*KvStore(address, kv), k, end, sets, gets); });
   }
   std::vector<std::thread> watch_threads;
   for (int i = 0; i < watchers; ++i) {
@@ -413,9 +413,11 @@ void RunFleet(const std::string& binary, int num_workers, double seconds,
   std::printf("  coordinator:     %s\n", use.c_str());
 }
 
-// Closed-loop set+get throughput of gradsync's store over gRPC.
+// Closed-loop set+get throughput of gradsync's store over gRPC, through
+// the client a worker uses (RemoteStore, one per client thread).
 double GradsyncStoreOps(const std::string& binary, int clients, double seconds,
-                        const std::string& dataset) {
+                        const std::string& dataset,
+                        const RemoteStoreOptions& options) {
   std::unique_ptr<CoordinatorProcess> coordinator = StartCoordinator(binary);
   const std::string address = coordinator->address();
   auto stub = NewWorkerStub(address);
@@ -429,8 +431,7 @@ double GradsyncStoreOps(const std::string& binary, int clients, double seconds,
   std::vector<std::thread> threads;
   for (int k = 0; k < clients; ++k) {
     threads.emplace_back([&, k] {
-      auto own = NewWorkerStub(address);
-      KvClient(*own, kv, k, end, sets, gets);
+      KvClient(*KvStore(address, kv, options), k, end, sets, gets);
     });
   }
   for (auto& t : threads) t.join();
@@ -563,14 +564,22 @@ int main(int argc, char** argv) {
       "\n== store set+get, %d closed-loop clients, 64-byte values, "
       "%.0f s each ==\n",
       store_clients, seconds / 2);
+  gradsync::RemoteStoreOptions unary;
+  unary.stream = false;
+  const double ours_unary = gradsync::bench::GradsyncStoreOps(
+      coordinator, store_clients, seconds / 2, dataset, unary);
+  std::printf("  gradsync, unary calls:      %.0f ops/s\n", ours_unary);
   const double ours = gradsync::bench::GradsyncStoreOps(
-      coordinator, store_clients, seconds / 2, dataset);
-  std::printf("  gradsync store (gRPC):   %.0f ops/s\n", ours);
+      coordinator, store_clients, seconds / 2, dataset, {});
+  std::printf(
+      "  gradsync, StoreSession:     %.0f ops/s (RemoteStore's default)\n",
+      ours);
 #if GRADSYNC_BENCH_WITH_TORCH
   const double theirs =
       gradsync::bench::TcpStoreOps(store_clients, seconds / 2);
-  std::printf("  c10d TCPStore (LibTorch): %.0f ops/s\n", theirs);
-  std::printf("  ratio gradsync / TCPStore: %.2f\n", ours / theirs);
+  std::printf("  c10d TCPStore (LibTorch):   %.0f ops/s\n", theirs);
+  std::printf("  ratio gradsync / TCPStore: %.2f (unary calls %.2f)\n",
+              ours / theirs, ours_unary / theirs);
 #else
   std::printf("  c10d TCPStore: not built (LibTorch not found)\n");
 #endif

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "coordinator/server/snapshot_rpc.h"
+#include "coordinator/server/store_session.h"
 #include "coordinator/store/key_owner.h"
 #include "coordinator/wire/grpc_status.h"
 #include "coordinator/wire/secrets.h"
@@ -151,62 +152,73 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::StoreSet(
   return reactor;
 }
 
-grpc::Status WorkerServiceImpl::ServeStoreGet(
+grpc::Status WorkerServiceImpl::AdmitWait(
+    const grpc::ServerContextBase& context, int64_t timeout_ms, bool may_wait,
+    absl::string_view what, std::optional<CallGate::Pass>* pass,
+    absl::Duration* timeout) const {
+  *timeout = absl::ZeroDuration();
+  if (!may_wait) return grpc::Status::OK;
+  absl::StatusOr<CallGate::Pass> entered = waiting_->Enter(what);
+  if (!entered.ok()) return ToGrpcStatus(entered.status());
+  pass->emplace(*std::move(entered));
+  *timeout = WaitTimeout(context, timeout_ms, coordinator_->options().max_wait);
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerServiceImpl::StoreGetFor(
     const grpc::ServerContextBase& context, const v1::StoreGetRequest& request,
-    v1::StoreGetResponse* response) {
+    bool may_wait, v1::StoreGetResponse* response) {
   auto store = AttemptStore(context, request.task(), {request.key()},
                             /*write=*/false);
   if (!store.ok()) return ToGrpcStatus(store.status());
-  absl::StatusOr<CallGate::Pass> pass = waiting_->Enter("store get");
-  if (!pass.ok()) return ToGrpcStatus(pass.status());
-  absl::StatusOr<std::string> value = (*store)->Get(
-      request.key(), WaitTimeout(context, request.timeout_ms(),
-                                 coordinator_->options().max_wait));
+  std::optional<CallGate::Pass> pass;
+  absl::Duration timeout;
+  if (grpc::Status s = AdmitWait(context, request.timeout_ms(), may_wait,
+                                 "store get", &pass, &timeout);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<std::string> value = (*store)->Get(request.key(), timeout);
   if (!value.ok()) return ToGrpcStatus(value.status());
   response->set_value(*std::move(value));
   return grpc::Status::OK;
 }
 
+grpc::Status WorkerServiceImpl::ServeStoreGet(
+    const grpc::ServerContextBase& context, const v1::StoreGetRequest& request,
+    v1::StoreGetResponse* response) {
+  return StoreGetFor(context, request, /*may_wait=*/true, response);
+}
+
+namespace {
+
+// Whether an answer given without waiting must be given again by a call
+// that may wait: the keys were missing and the caller asked to wait.
+bool MustWait(const grpc::Status& now, int64_t timeout_ms) {
+  return now.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+         timeout_ms > 0;
+}
+
+}  // namespace
+
 grpc::ServerUnaryReactor* WorkerServiceImpl::StoreGet(
     grpc::CallbackServerContext* context, const v1::StoreGetRequest* request,
     v1::StoreGetResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto store = AttemptStore(*context, request->task(), {request->key()},
-                            /*write=*/false);
-  if (!store.ok()) {
-    reactor->Finish(ToGrpcStatus(store.status()));
-    return reactor;
-  }
   // A key that is there (or a get that may not wait) is answered inline.
-  const absl::Duration timeout = WaitTimeout(*context, request->timeout_ms(),
-                                             coordinator_->options().max_wait);
-  absl::StatusOr<std::string> value =
-      (*store)->Get(request->key(), absl::ZeroDuration());
-  if (value.ok() || !absl::IsDeadlineExceeded(value.status()) ||
-      timeout <= absl::ZeroDuration()) {
-    if (value.ok()) response->set_value(*std::move(value));
-    reactor->Finish(ToGrpcStatus(value.status()));
-    return reactor;
-  }
-  absl::StatusOr<CallGate::Pass> pass = waiting_->Enter("store get");
-  if (!pass.ok()) {
-    reactor->Finish(ToGrpcStatus(pass.status()));
+  grpc::Status now =
+      StoreGetFor(*context, *request, /*may_wait=*/false, response);
+  if (!MustWait(now, request->timeout_ms())) {
+    reactor->Finish(now);
     return reactor;
   }
   // The wait must not hold a callback thread. The store (closed when its
   // attempt ends or the coordinator shuts down) wakes it by then at the
-  // latest; the server's shutdown waits for the Finish.
-  std::thread([reactor, request, response, store = *std::move(store),
-               pass = *std::move(pass), timeout]() mutable {
-    absl::StatusOr<std::string> value;
-    {
-      // Given back before the answer: a caller that has it sees the slot
-      // free.
-      CallGate::Pass held = std::move(pass);
-      value = store->Get(request->key(), timeout);
-    }
-    if (value.ok()) response->set_value(*std::move(value));
-    reactor->Finish(ToGrpcStatus(value.status()));
+  // latest; the server's shutdown waits for the Finish. The CallGate pass
+  // is given back inside ServeStoreGet, before the answer: a caller that
+  // has it sees the slot free.
+  std::thread([this, context, reactor, request, response] {
+    reactor->Finish(ServeStoreGet(*context, *request, response));
   }).detach();
   return reactor;
 }
@@ -231,33 +243,102 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::StoreAdd(
   return reactor;
 }
 
+grpc::Status WorkerServiceImpl::StoreWaitFor(
+    const grpc::ServerContextBase& context, const v1::StoreWaitRequest& request,
+    bool may_wait) {
+  std::vector<std::string> keys(request.keys().begin(), request.keys().end());
+  auto store = AttemptStore(context, request.task(), keys, /*write=*/false);
+  if (!store.ok()) return ToGrpcStatus(store.status());
+  std::optional<CallGate::Pass> pass;
+  absl::Duration timeout;
+  if (grpc::Status s = AdmitWait(context, request.timeout_ms(), may_wait,
+                                 "store wait", &pass, &timeout);
+      !s.ok()) {
+    return s;
+  }
+  return ToGrpcStatus((*store)->Wait(keys, timeout));
+}
+
 grpc::Status WorkerServiceImpl::StoreWait(grpc::ServerContext* context,
                                           const v1::StoreWaitRequest* request,
                                           v1::StoreWaitResponse*) {
-  std::vector<std::string> keys(request->keys().begin(), request->keys().end());
-  auto store = AttemptStore(*context, request->task(), keys, /*write=*/false);
+  return StoreWaitFor(*context, *request, /*may_wait=*/true);
+}
+
+grpc::Status WorkerServiceImpl::StoreMultiGetFor(
+    const grpc::ServerContextBase& context,
+    const v1::StoreMultiGetRequest& request, bool may_wait,
+    v1::StoreMultiGetResponse* response) {
+  std::vector<std::string> keys(request.keys().begin(), request.keys().end());
+  auto store = AttemptStore(context, request.task(), keys, /*write=*/false);
   if (!store.ok()) return ToGrpcStatus(store.status());
-  absl::StatusOr<CallGate::Pass> pass = waiting_->Enter("store wait");
-  if (!pass.ok()) return ToGrpcStatus(pass.status());
-  return ToGrpcStatus(
-      (*store)->Wait(keys, WaitTimeout(*context, request->timeout_ms(),
-                                       coordinator_->options().max_wait)));
+  std::optional<CallGate::Pass> pass;
+  absl::Duration timeout;
+  if (grpc::Status s = AdmitWait(context, request.timeout_ms(), may_wait,
+                                 "store multi-get", &pass, &timeout);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<std::vector<std::string>> values =
+      (*store)->MultiGet(keys, timeout);
+  if (!values.ok()) return ToGrpcStatus(values.status());
+  for (std::string& v : *values) response->add_values(std::move(v));
+  return grpc::Status::OK;
 }
 
 grpc::Status WorkerServiceImpl::StoreMultiGet(
     grpc::ServerContext* context, const v1::StoreMultiGetRequest* request,
     v1::StoreMultiGetResponse* response) {
-  std::vector<std::string> keys(request->keys().begin(), request->keys().end());
-  auto store = AttemptStore(*context, request->task(), keys, /*write=*/false);
-  if (!store.ok()) return ToGrpcStatus(store.status());
-  absl::StatusOr<CallGate::Pass> pass = waiting_->Enter("store multi-get");
-  if (!pass.ok()) return ToGrpcStatus(pass.status());
-  absl::StatusOr<std::vector<std::string>> values =
-      (*store)->MultiGet(keys, WaitTimeout(*context, request->timeout_ms(),
-                                           coordinator_->options().max_wait));
-  if (!values.ok()) return ToGrpcStatus(values.status());
-  for (std::string& v : *values) response->add_values(std::move(v));
-  return grpc::Status::OK;
+  return StoreMultiGetFor(*context, *request, /*may_wait=*/true, response);
+}
+
+bool WorkerServiceImpl::ServeStoreOp(const grpc::ServerContextBase& context,
+                                     const v1::StoreOp& op, bool may_wait,
+                                     v1::StoreReply* reply) {
+  v1::StoreReply out;
+  grpc::Status status;
+  int64_t timeout_ms = 0;
+  switch (op.op_case()) {
+    case v1::StoreOp::kSet:
+      status = ServeStoreSet(context, op.set());
+      break;
+    case v1::StoreOp::kAdd:
+      status = ServeStoreAdd(context, op.add(), out.mutable_add());
+      break;
+    case v1::StoreOp::kGet:
+      timeout_ms = op.get().timeout_ms();
+      status = StoreGetFor(context, op.get(), may_wait, out.mutable_get());
+      break;
+    case v1::StoreOp::kWait:
+      timeout_ms = op.wait().timeout_ms();
+      status = StoreWaitFor(context, op.wait(), may_wait);
+      break;
+    case v1::StoreOp::kMultiGet:
+      timeout_ms = op.multi_get().timeout_ms();
+      status = StoreMultiGetFor(context, op.multi_get(), may_wait,
+                                out.mutable_multi_get());
+      break;
+    case v1::StoreOp::kSync:
+      break;  // ops are applied in order: all before it are
+    case v1::StoreOp::OP_NOT_SET:
+      status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "store session: an op names none of set, get, "
+                            "add, wait, multi_get, sync");
+      break;
+  }
+  if (!may_wait && MustWait(status, timeout_ms)) return false;
+  if (!status.ok()) {
+    out.clear_result();
+    out.set_code(status.error_code());
+    out.set_message(status.error_message());
+  }
+  *reply = std::move(out);
+  return true;
+}
+
+grpc::ServerBidiReactor<v1::StoreOp, v1::StoreReply>*
+WorkerServiceImpl::StoreSession(grpc::CallbackServerContext* context) {
+  return new StoreSessionReactor(this, context);
 }
 
 grpc::Status WorkerServiceImpl::Barrier(grpc::ServerContext* context,

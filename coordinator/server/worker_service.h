@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,14 +21,16 @@ namespace gradsync {
 // thread that read them, without the hand-off to a thread of the
 // synchronous pool (at 10,000 workers that hand-off was most of the
 // coordinator's CPU). A get of a key not yet there waits on a thread of
-// its own, admitted by `waiting` like every waiting call. The other calls
-// are synchronous.
+// its own, admitted by `waiting` like every waiting call. StoreSession (all
+// five store calls as messages on one stream, store_session.h) is served
+// the same way. The other calls are synchronous.
 class WorkerServiceImpl final
     : public v1::WorkerService::WithCallbackMethod_Heartbeat<
           v1::WorkerService::WithCallbackMethod_StoreSet<
               v1::WorkerService::WithCallbackMethod_StoreGet<
                   v1::WorkerService::WithCallbackMethod_StoreAdd<
-                      v1::WorkerService::Service>>>> {
+                      v1::WorkerService::WithCallbackMethod_StoreSession<
+                          v1::WorkerService::Service>>>>> {
  public:
   // Every call is first checked against `auth` (see auth.h), and every call
   // but RegisterWorker against the caller's worker key and assignment
@@ -74,6 +77,8 @@ class WorkerServiceImpl final
   grpc::Status StoreMultiGet(grpc::ServerContext* context,
                              const v1::StoreMultiGetRequest* request,
                              v1::StoreMultiGetResponse* response) override;
+  grpc::ServerBidiReactor<v1::StoreOp, v1::StoreReply>* StoreSession(
+      grpc::CallbackServerContext* context) override;
   grpc::Status Barrier(grpc::ServerContext* context,
                        const v1::BarrierRequest* request,
                        v1::BarrierResponse* response) override;
@@ -92,6 +97,13 @@ class WorkerServiceImpl final
   grpc::Status ServeStoreGet(const grpc::ServerContextBase& context,
                              const v1::StoreGetRequest& request,
                              v1::StoreGetResponse* response);
+  // One op of a StoreSession, answered into `reply` as its unary call
+  // would be. With `may_wait` false an op that would wait for a missing
+  // key is not answered: false, `reply` untouched (the caller answers it
+  // later with `may_wait`, on a thread that may block).
+  bool ServeStoreOp(const grpc::ServerContextBase& context,
+                    const v1::StoreOp& op, bool may_wait,
+                    v1::StoreReply* reply);
 
   grpc::Status UploadSnapshot(grpc::ServerContext* context,
                               grpc::ServerReader<v1::SnapshotChunk>* reader,
@@ -112,6 +124,26 @@ class WorkerServiceImpl final
   // The store of the caller's job attempt, after AuthorizeTask (any rank of
   // it to read; task.rank, proven, to `write`) and a check that no key is
   // empty and, for writes, that task.rank owns every key (key_owner.h).
+  // Admits a call that may wait: a CallGate pass for the caller to hold
+  // and the wait's bound (the request's timeout_ms, the call's deadline and
+  // the coordinator's max wait); with `may_wait` false, no pass and zero.
+  grpc::Status AdmitWait(const grpc::ServerContextBase& context,
+                         int64_t timeout_ms, bool may_wait,
+                         absl::string_view what,
+                         std::optional<CallGate::Pass>* pass,
+                         absl::Duration* timeout) const;
+  // The store's waiting calls: with `may_wait` false they wait for nothing
+  // (DEADLINE_EXCEEDED at once for a missing key) and take no CallGate
+  // pass.
+  grpc::Status StoreGetFor(const grpc::ServerContextBase& context,
+                           const v1::StoreGetRequest& request, bool may_wait,
+                           v1::StoreGetResponse* response);
+  grpc::Status StoreWaitFor(const grpc::ServerContextBase& context,
+                            const v1::StoreWaitRequest& request, bool may_wait);
+  grpc::Status StoreMultiGetFor(const grpc::ServerContextBase& context,
+                                const v1::StoreMultiGetRequest& request,
+                                bool may_wait,
+                                v1::StoreMultiGetResponse* response);
   absl::StatusOr<std::shared_ptr<MemoryStore>> AttemptStore(
       const grpc::ServerContextBase& context, const v1::TaskRef& task,
       const std::vector<std::string>& keys, bool write) const;
