@@ -12,8 +12,9 @@
 //    dead.
 // 2. Rendezvous (--rendezvous-ranks R): the bootstrap of an R-rank job
 //    against gradsync and against c10d's TCPStore (rendezvous_bench.h).
-// 3. Store throughput: closed-loop set+get against gradsync's store and
-//    c10d's TCPStore at the same client count and value size.
+// 3. Store throughput: closed-loop set+get through RemoteStore (unary calls,
+//    then its StoreSession stream) and against c10d's TCPStore at the same
+//    client count and value size.
 // All side by side in the same run.
 //
 // Usage: gradsync-bench-control-plane [--workers 100,1000] [--seconds 10]
