@@ -159,10 +159,8 @@ absl::Status StoreStream::Break(const char* what, bool timed_out) {
   return absl::Status(FromGrpcStatus(status).code(), message);
 }
 
-std::optional<absl::StatusOr<v1::StoreReply>> StoreStream::TryCall(
-    const v1::StoreOp& op, absl::Time deadline) {
-  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-  if (!lock.owns_lock()) return std::nullopt;
+absl::StatusOr<v1::StoreReply> StoreStream::Exchange(const v1::StoreOp& op,
+                                                     absl::Time deadline) {
   if (absl::Status s = Open(deadline); !s.ok()) return s;
   if (absl::Status s = Write(op, deadline); !s.ok()) return s;
   v1::StoreReply reply;
@@ -172,17 +170,46 @@ std::optional<absl::StatusOr<v1::StoreReply>> StoreStream::TryCall(
   return reply;
 }
 
+bool StoreStream::MayRepeat(const absl::Status& failed, bool reused) const {
+  // An open stream can die while idle (the coordinator restarted, a proxy
+  // dropped the connection): an op it fails may go once more on a new
+  // stream when repeating it is harmless: nothing else was lost with the
+  // stream (no set unsettled) and the deadline has not passed.
+  return reused && session_ == nullptr && !absl::IsDeadlineExceeded(failed);
+}
+
+std::optional<absl::StatusOr<v1::StoreReply>> StoreStream::TryCall(
+    const v1::StoreOp& op, absl::Time deadline) {
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return std::nullopt;
+  const bool reused = session_ != nullptr && session_->unanswered.empty();
+  absl::StatusOr<v1::StoreReply> reply = Exchange(op, deadline);
+  // An add is not repeated: the first may have been applied.
+  if (!reply.ok() && !op.has_add() && MayRepeat(reply.status(), reused)) {
+    reply = Exchange(op, deadline);
+  }
+  return reply;
+}
+
 std::optional<absl::Status> StoreStream::TrySend(const v1::StoreOp& op,
                                                  absl::Time deadline) {
   std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
   if (!lock.owns_lock()) return std::nullopt;
+  const bool existed = session_ != nullptr;
   if (absl::Status s = Open(deadline); !s.ok()) return s;
   if (session_->unanswered.size() >= kMaxUnanswered) {
     // Settle them now: their errors should not wait long, nor their keys
     // pile up.
     if (absl::Status s = Drain(deadline); !s.ok()) return s;
   }
-  if (absl::Status s = Write(op, deadline); !s.ok()) return s;
+  const bool reused = existed && session_->unanswered.empty();
+  absl::Status sent = Write(op, deadline);
+  // A set may be repeated: it writes the same value again.
+  if (!sent.ok() && MayRepeat(sent, reused)) {
+    if (absl::Status s = Open(deadline); !s.ok()) return s;
+    sent = Write(op, deadline);
+  }
+  if (!sent.ok()) return sent;
   session_->unanswered.push_back(op.set().key());
   return absl::OkStatus();
 }

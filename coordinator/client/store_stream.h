@@ -18,7 +18,10 @@
 //   are unsettled, or the destructor. A refused set fails the op whose
 //   reply reports it, naming the set's key and the error. A stream that
 //   breaks fails the op in flight with the stream's status and names the
-//   sets it leaves unsettled; the next op opens a new stream.
+//   sets it leaves unsettled; the next op opens a new stream. An op that
+//   finds its stream dead (the coordinator restarted or the connection
+//   dropped while it was idle) goes once more on a new stream, unless
+//   sets were lost with it or the op is an add (it may have been applied).
 //
 // Thread-safe.
 #pragma once
@@ -68,6 +71,13 @@ class StoreStream {
   absl::Status Write(const v1::StoreOp& op, absl::Time deadline);
   absl::Status Read(v1::StoreReply* reply, const char* what,
                     absl::Time deadline);
+  // Open, write `op`, read and settle its reply.
+  absl::StatusOr<v1::StoreReply> Exchange(const v1::StoreOp& op,
+                                          absl::Time deadline);
+  // Whether an op that `failed` as its stream broke may go once more on a
+  // new one: the stream was open before the op (`reused`) with no set
+  // unsettled, and the failure is not the op's deadline.
+  bool MayRepeat(const absl::Status& failed, bool reused) const;
   // Settles the sets sent since the last reply with a sync op.
   absl::Status Drain(absl::Time deadline);
   // The sets sent before `reply` are settled by it: the first refused

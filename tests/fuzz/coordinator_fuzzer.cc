@@ -387,7 +387,7 @@ void RunService(World& w, uint8_t selector, const uint8_t* data, size_t size) {
   Coordinator& c = *w.coordinator;
   const bool creds = selector & 0x80;
   const int call = selector & 0x1f;
-  const bool user_call = call <= 4 || call >= 16;
+  const bool user_call = call <= 4 || call == 16 || call == 17;
   grpc::ServerContext ctx;
   grpc::testing::ServerContextTestSpouse spouse(&ctx);
   if (creds) {
@@ -568,6 +568,49 @@ void RunService(World& w, uint8_t selector, const uint8_t* data, size_t size) {
       Succeeded(w.jobs->ListSnapshots(&ctx, &r, &out), creds, call);
       break;
     }
+    case 18: {
+      // One op of a StoreSession stream, as its stream serves it.
+      v1::StoreOp r;
+      v1::StoreReply out;
+      if (!Parse(data, size, &r)) break;
+      v1::TaskRef* task = nullptr;
+      switch (r.op_case()) {
+        case v1::StoreOp::kSet:
+          task = r.mutable_set()->mutable_task();
+          break;
+        case v1::StoreOp::kGet:
+          task = r.mutable_get()->mutable_task();
+          break;
+        case v1::StoreOp::kAdd:
+          task = r.mutable_add()->mutable_task();
+          break;
+        case v1::StoreOp::kWait:
+          task = r.mutable_wait()->mutable_task();
+          break;
+        case v1::StoreOp::kMultiGet:
+          task = r.mutable_multi_get()->mutable_task();
+          break;
+        default:
+          break;
+      }
+      if (task != nullptr) {
+        Resolve(w, task);
+        with_key(task->worker_id());
+      }
+      const bool may =
+          task != nullptr && MayActAs(c, w, creds, *task, task->rank());
+      const bool answered =
+          w.workers->ServeStoreOp(ctx, r, /*may_wait=*/true, &out);
+      if (!answered) Violation("a store op that may wait was not answered");
+      const grpc::Status status(static_cast<grpc::StatusCode>(out.code()),
+                                out.message());
+      if (task == nullptr) break;  // sync or empty: no store touched
+      if (Succeeded(status, creds, call) && (r.has_set() || r.has_add())) {
+        RequireMay(may, "StoreSession", *task, task->rank());
+        CheckKeyOwner(r.has_set() ? r.set().key() : r.add().key(), *task);
+      }
+      break;
+    }
     default:
       return;
   }
@@ -666,6 +709,10 @@ int WriteSeeds(const std::string& dir) {
   rank1_commit.mutable_task()->set_worker_id(std::string(1, '\1'));
   v1::ListJobsRequest list;
   list.set_page_size(1);
+  v1::StoreOp set_op, get_op, add_op;
+  *set_op.mutable_set() = set;
+  *get_op.mutable_get() = get;
+  *add_op.mutable_add() = add;
   const std::map<std::string, std::string> seeds = {
       {"train",
        Record(0x86, beat) + Record(0x87, shard) + Record(0x88, report)},
@@ -683,6 +730,8 @@ int WriteSeeds(const std::string& dir) {
       {"service-store", Record(0xca, set) + Record(0xcb, get) +
                             Record(0xcc, add) + Record(0xcd, wait) +
                             Record(0xce, barrier)},
+      {"service-store-session",
+       Record(0xd2, set_op) + Record(0xd2, get_op) + Record(0xd2, add_op)},
       {"service-no-credentials",
        Record(0x48, report) + Record(0x40, submit) + Record(0x4a, set)},
       // Rank 0 commits a checkpoint (allowed); finding 1's shape: rank 1,

@@ -5,6 +5,7 @@
 // answers failing by the deadline.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -217,6 +218,79 @@ TEST(StoreSessionDeadlineTest, AServerThatNeverAnswersFailsTheOpByItsDeadline) {
     EXPECT_EQ(store.Add("n", 1).status().code(),
               absl::StatusCode::kDeadlineExceeded);
   }  // closing the store does not wait for the silent server past its bound
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+}
+
+// A server that answers one op per stream ("v" to a get) and then ends
+// the stream, as a coordinator that restarted or a dropped connection
+// would leave a client's idle stream.
+class OneOpReactor
+    : public grpc::ServerBidiReactor<v1::StoreOp, v1::StoreReply> {
+ public:
+  explicit OneOpReactor(std::atomic<int>* adds) : adds_(adds) {
+    StartRead(&op_);
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    if (op_.has_add()) ++*adds_;
+    reply_.mutable_get()->set_value("v");
+    StartWrite(&reply_);
+  }
+  void OnWriteDone(bool) override { Finish(grpc::Status::OK); }
+  void OnDone() override { delete this; }
+
+ private:
+  std::atomic<int>* adds_;
+  v1::StoreOp op_;
+  v1::StoreReply reply_;
+};
+
+class OneOpStoreService : public v1::WorkerService::CallbackService {
+ public:
+  std::atomic<int> adds{0};
+
+ private:
+  grpc::ServerBidiReactor<v1::StoreOp, v1::StoreReply>* StoreSession(
+      grpc::CallbackServerContext*) override {
+    return new OneOpReactor(&adds);
+  }
+};
+
+TEST(StoreSessionDeadlineTest, AnOpOnAStreamThatDiedIdleGoesOnANewOne) {
+  OneOpStoreService service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(port, 0);
+  RemoteStoreOptions options;
+  options.grace = absl::Seconds(5);
+  {
+    RemoteStore store(v1::WorkerService::NewStub(grpc::CreateChannel(
+                          absl::StrCat("127.0.0.1:", port),
+                          grpc::InsecureChannelCredentials())),
+                      v1::TaskRef(), "key", options);
+    for (int i = 0; i < 3; ++i) {
+      // Each get after the first finds the last stream ended.
+      auto v = store.Get("k", absl::ZeroDuration());
+      ASSERT_TRUE(v.ok()) << "get " << i << ": " << v.status();
+      EXPECT_EQ(*v, "v");
+    }
+    // An add is not repeated (the first may have been applied): it fails,
+    // naming the op, and the next op works.
+    auto added = store.Add("n", 1);
+    EXPECT_EQ(added.status().code(), absl::StatusCode::kUnavailable)
+        << added.status();
+    EXPECT_TRUE(absl::StrContains(added.status().message(), "store add"))
+        << added.status();
+    EXPECT_LE(service.adds.load(), 1);
+    EXPECT_TRUE(store.Get("k", absl::ZeroDuration()).ok());
+  }
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
 }
 
