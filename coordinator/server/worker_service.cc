@@ -152,33 +152,31 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::StoreSet(
   return reactor;
 }
 
-grpc::Status WorkerServiceImpl::AdmitWait(
-    const grpc::ServerContextBase& context, int64_t timeout_ms, bool may_wait,
-    absl::string_view what, std::optional<CallGate::Pass>* pass,
-    absl::Duration* timeout) const {
-  *timeout = absl::ZeroDuration();
-  if (!may_wait) return grpc::Status::OK;
-  absl::StatusOr<CallGate::Pass> entered = waiting_->Enter(what);
-  if (!entered.ok()) return ToGrpcStatus(entered.status());
-  pass->emplace(*std::move(entered));
-  *timeout = WaitTimeout(context, timeout_ms, coordinator_->options().max_wait);
-  return grpc::Status::OK;
+absl::StatusOr<WorkerServiceImpl::StoreRead> WorkerServiceImpl::AdmitRead(
+    const grpc::ServerContextBase& context, const v1::TaskRef& task,
+    const std::vector<std::string>& keys, int64_t timeout_ms, bool may_wait,
+    absl::string_view what) const {
+  auto store = AttemptStore(context, task, keys, /*write=*/false);
+  if (!store.ok()) return store.status();
+  StoreRead read{*std::move(store), std::nullopt, absl::ZeroDuration()};
+  if (!may_wait) return read;
+  absl::StatusOr<CallGate::Pass> pass = waiting_->Enter(what);
+  if (!pass.ok()) return pass.status();
+  read.pass.emplace(*std::move(pass));
+  read.timeout =
+      WaitTimeout(context, timeout_ms, coordinator_->options().max_wait);
+  return read;
 }
 
 grpc::Status WorkerServiceImpl::StoreGetFor(
     const grpc::ServerContextBase& context, const v1::StoreGetRequest& request,
     bool may_wait, v1::StoreGetResponse* response) {
-  auto store = AttemptStore(context, request.task(), {request.key()},
-                            /*write=*/false);
-  if (!store.ok()) return ToGrpcStatus(store.status());
-  std::optional<CallGate::Pass> pass;
-  absl::Duration timeout;
-  if (grpc::Status s = AdmitWait(context, request.timeout_ms(), may_wait,
-                                 "store get", &pass, &timeout);
-      !s.ok()) {
-    return s;
-  }
-  absl::StatusOr<std::string> value = (*store)->Get(request.key(), timeout);
+  absl::StatusOr<StoreRead> read =
+      AdmitRead(context, request.task(), {request.key()}, request.timeout_ms(),
+                may_wait, "store get");
+  if (!read.ok()) return ToGrpcStatus(read.status());
+  absl::StatusOr<std::string> value =
+      read->store->Get(request.key(), read->timeout);
   if (!value.ok()) return ToGrpcStatus(value.status());
   response->set_value(*std::move(value));
   return grpc::Status::OK;
@@ -247,16 +245,11 @@ grpc::Status WorkerServiceImpl::StoreWaitFor(
     const grpc::ServerContextBase& context, const v1::StoreWaitRequest& request,
     bool may_wait) {
   std::vector<std::string> keys(request.keys().begin(), request.keys().end());
-  auto store = AttemptStore(context, request.task(), keys, /*write=*/false);
-  if (!store.ok()) return ToGrpcStatus(store.status());
-  std::optional<CallGate::Pass> pass;
-  absl::Duration timeout;
-  if (grpc::Status s = AdmitWait(context, request.timeout_ms(), may_wait,
-                                 "store wait", &pass, &timeout);
-      !s.ok()) {
-    return s;
-  }
-  return ToGrpcStatus((*store)->Wait(keys, timeout));
+  absl::StatusOr<StoreRead> read =
+      AdmitRead(context, request.task(), keys, request.timeout_ms(), may_wait,
+                "store wait");
+  if (!read.ok()) return ToGrpcStatus(read.status());
+  return ToGrpcStatus(read->store->Wait(keys, read->timeout));
 }
 
 grpc::Status WorkerServiceImpl::StoreWait(grpc::ServerContext* context,
@@ -270,17 +263,12 @@ grpc::Status WorkerServiceImpl::StoreMultiGetFor(
     const v1::StoreMultiGetRequest& request, bool may_wait,
     v1::StoreMultiGetResponse* response) {
   std::vector<std::string> keys(request.keys().begin(), request.keys().end());
-  auto store = AttemptStore(context, request.task(), keys, /*write=*/false);
-  if (!store.ok()) return ToGrpcStatus(store.status());
-  std::optional<CallGate::Pass> pass;
-  absl::Duration timeout;
-  if (grpc::Status s = AdmitWait(context, request.timeout_ms(), may_wait,
-                                 "store multi-get", &pass, &timeout);
-      !s.ok()) {
-    return s;
-  }
+  absl::StatusOr<StoreRead> read =
+      AdmitRead(context, request.task(), keys, request.timeout_ms(), may_wait,
+                "store multi-get");
+  if (!read.ok()) return ToGrpcStatus(read.status());
   absl::StatusOr<std::vector<std::string>> values =
-      (*store)->MultiGet(keys, timeout);
+      read->store->MultiGet(keys, read->timeout);
   if (!values.ok()) return ToGrpcStatus(values.status());
   for (std::string& v : *values) response->add_values(std::move(v));
   return grpc::Status::OK;

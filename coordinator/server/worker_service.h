@@ -124,14 +124,20 @@ class WorkerServiceImpl final
   // The store of the caller's job attempt, after AuthorizeTask (any rank of
   // it to read; task.rank, proven, to `write`) and a check that no key is
   // empty and, for writes, that task.rank owns every key (key_owner.h).
-  // Admits a call that may wait: a CallGate pass for the caller to hold
-  // and the wait's bound (the request's timeout_ms, the call's deadline and
-  // the coordinator's max wait); with `may_wait` false, no pass and zero.
-  grpc::Status AdmitWait(const grpc::ServerContextBase& context,
-                         int64_t timeout_ms, bool may_wait,
-                         absl::string_view what,
-                         std::optional<CallGate::Pass>* pass,
-                         absl::Duration* timeout) const;
+  // A store read admitted: the attempt's store (AttemptStore, to read
+  // `keys`), and for a read that may wait a CallGate pass to hold while it
+  // waits and its bound (the request's timeout_ms, the call's deadline,
+  // the coordinator's max wait); otherwise no pass and zero.
+  struct StoreRead {
+    std::shared_ptr<MemoryStore> store;
+    std::optional<CallGate::Pass> pass;
+    absl::Duration timeout;
+  };
+  absl::StatusOr<StoreRead> AdmitRead(const grpc::ServerContextBase& context,
+                                      const v1::TaskRef& task,
+                                      const std::vector<std::string>& keys,
+                                      int64_t timeout_ms, bool may_wait,
+                                      absl::string_view what) const;
   // The store's waiting calls: with `may_wait` false they wait for nothing
   // (DEADLINE_EXCEEDED at once for a missing key) and take no CallGate
   // pass.

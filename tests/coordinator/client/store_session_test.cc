@@ -163,6 +163,34 @@ INSTANTIATE_TEST_SUITE_P(Paths, StoreSessionTest, ::testing::Bool(),
                            return info.param ? "Stream" : "Unary";
                          });
 
+// A gRPC server on a loopback port serving `service` (a fake coordinator),
+// shut down at destruction.
+class FakeServer {
+ public:
+  explicit FakeServer(grpc::Service* service) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port_);
+    builder.RegisterService(service);
+    server_ = builder.BuildAndStart();
+  }
+  ~FakeServer() {
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::seconds(1));
+  }
+  // A RemoteStore of an empty task on it.
+  RemoteStore Store(const RemoteStoreOptions& options) const {
+    return RemoteStore(v1::WorkerService::NewStub(grpc::CreateChannel(
+                           absl::StrCat("127.0.0.1:", port_),
+                           grpc::InsecureChannelCredentials())),
+                       v1::TaskRef(), "key", options);
+  }
+
+ private:
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+};
+
 // A server that reads store ops and never answers them.
 class SilentReactor
     : public grpc::ServerBidiReactor<v1::StoreOp, v1::StoreReply> {
@@ -190,20 +218,11 @@ class SilentStoreService : public v1::WorkerService::CallbackService {
 
 TEST(StoreSessionDeadlineTest, AServerThatNeverAnswersFailsTheOpByItsDeadline) {
   SilentStoreService service;
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_NE(port, 0);
+  FakeServer server(&service);
   RemoteStoreOptions options;
   options.grace = absl::Milliseconds(300);
   {
-    RemoteStore store(v1::WorkerService::NewStub(grpc::CreateChannel(
-                          absl::StrCat("127.0.0.1:", port),
-                          grpc::InsecureChannelCredentials())),
-                      v1::TaskRef(), "key", options);
+    RemoteStore store = server.Store(options);
     // The set is sent (pipelined); the get waits for a reply that never
     // comes, and names both.
     ASSERT_TRUE(store.Set("s", "1").ok());
@@ -218,7 +237,6 @@ TEST(StoreSessionDeadlineTest, AServerThatNeverAnswersFailsTheOpByItsDeadline) {
     EXPECT_EQ(store.Add("n", 1).status().code(),
               absl::StatusCode::kDeadlineExceeded);
   }  // closing the store does not wait for the silent server past its bound
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
 }
 
 // A server that answers one op per stream ("v" to a get) and then ends
@@ -261,20 +279,11 @@ class OneOpStoreService : public v1::WorkerService::CallbackService {
 
 TEST(StoreSessionDeadlineTest, AnOpOnAStreamThatDiedIdleGoesOnANewOne) {
   OneOpStoreService service;
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_NE(port, 0);
+  FakeServer server(&service);
   RemoteStoreOptions options;
   options.grace = absl::Seconds(5);
   {
-    RemoteStore store(v1::WorkerService::NewStub(grpc::CreateChannel(
-                          absl::StrCat("127.0.0.1:", port),
-                          grpc::InsecureChannelCredentials())),
-                      v1::TaskRef(), "key", options);
+    RemoteStore store = server.Store(options);
     for (int i = 0; i < 3; ++i) {
       // Each get after the first finds the last stream ended.
       auto v = store.Get("k", absl::ZeroDuration());
@@ -291,7 +300,6 @@ TEST(StoreSessionDeadlineTest, AnOpOnAStreamThatDiedIdleGoesOnANewOne) {
     EXPECT_LE(service.adds.load(), 1);
     EXPECT_TRUE(store.Get("k", absl::ZeroDuration()).ok());
   }
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
 }
 
 }  // namespace
