@@ -8,8 +8,10 @@
 // way a blocking call's deadline leaves the server its `timeout` to answer
 // first, and `grace` more. On the stream a Set returns once sent, as
 // c10d's TCPStore set does: the coordinator applies ops in order, so this
-// client's later ops see it, and a refused set fails the next op that
-// waits for a reply (store_stream.h).
+// client's later store ops see it, and a refused set fails the next op
+// that waits for a reply (store_stream.h). It is not ordered before other
+// calls (a Barrier RPC, another client's op): a rank reading a key another
+// rank set waits for it with a blocking get, as with TCPStore.
 //
 // Thread-safe.
 #pragma once

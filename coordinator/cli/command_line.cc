@@ -1,0 +1,230 @@
+#include "coordinator/cli/command_line.h"
+
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gradsync/config.h"
+
+namespace gradsync::cli {
+namespace {
+
+constexpr char kExamples[] = R"(Examples:
+  gradsync submit --dataset /data/fashion-mnist --model fashion_cnn \
+      --epochs 2 --workers 2 --watch
+  gradsync list -c coordinator:50051
+  gradsync status job-000001 --json
+  gradsync watch job-000001
+  gradsync model pull job-000001 -o model.pt
+  source <(gradsync completion bash)
+Global flags (--coordinator, --json, --timeout, --token, --tls-*) go
+before or after the subcommand.)";
+
+// The flags of `app` itself (long and short names), positionals left out.
+std::vector<std::string> FlagNames(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : app.get_options()) {
+    for (const std::string& n : opt->get_lnames()) names.push_back("--" + n);
+    for (const std::string& n : opt->get_snames()) names.push_back("-" + n);
+  }
+  return names;
+}
+
+}  // namespace
+
+CommandLine::CommandLine()
+    : app_("gradsync: submit and watch distributed training jobs"),
+      token_(app_, "token", "GRADSYNC_TOKEN",
+             "user token, when the coordinator needs one", "user",
+             "user-token"),
+      tls_(app_) {
+  app_.set_version_flag("--version", GRADSYNC_VERSION);
+  app_.require_subcommand(1);
+  // Inherited by the subcommands added below: flags of the top level
+  // given after a subcommand fall through to it.
+  app_.fallthrough();
+  app_.footer(kExamples);
+  app_.add_option("--coordinator,-c", coordinator, "coordinator host:port")
+      ->envname("GRADSYNC_COORDINATOR")
+      ->capture_default_str();
+  app_.add_flag("--json", options.json, "machine-readable JSON output");
+  app_.add_option("--timeout", options.timeout_s, "seconds per request")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+
+  CLI::App* submit = app_.add_subcommand("submit", "submit a training job");
+  JobFlags& f = job;
+  submit->add_option("--file,-f", f.file, "job file (JSON JobSpec)");
+  submit->add_option("--name", f.name, "job name");
+  submit->add_option("--dataset", f.dataset, "image-folder data set root");
+  submit->add_option("--split", f.split, "training split (default train)");
+  submit->add_option("--eval-split", f.eval_split, "evaluation split");
+  submit->add_option("--channels", f.channels, "0 as stored, 1 or 3");
+  submit->add_option("--model", f.model, "fashion_cnn|lenet|resnet18|mlp");
+  submit->add_option("--epochs", f.epochs, "epochs (default 1)");
+  submit->add_option("--batch-size", f.batch_size, "batch size per rank");
+  submit->add_option("--optimizer", f.optimizer, "adam|sgd (default adam)");
+  submit->add_option("--lr", f.lr, "learning rate");
+  submit->add_option("--momentum", f.momentum, "sgd momentum");
+  submit->add_option("--weight-decay", f.weight_decay, "weight decay");
+  submit->add_option("--seed", f.seed, "sampler and init seed");
+  submit->add_flag("--no-shuffle", f.no_shuffle, "do not shuffle per epoch");
+  submit->add_flag("--drop-last", f.drop_last, "drop the uneven tail");
+  submit->add_option("--loader-threads", f.loader_threads, "loader threads");
+  submit->add_option("--prefetch", f.prefetch_depth, "batches per thread");
+  submit->add_option("--augmentation", f.augmentation, "none|affine|crop_flip");
+  submit->add_option("--workers,-n", f.workers, "exact world size");
+  submit->add_option("--min-workers", f.min_workers, "smallest world size");
+  submit->add_option("--max-workers", f.max_workers, "largest world size");
+  submit->add_option("--backend", f.backend, "auto|gloo|nccl");
+  submit->add_option("--checkpoint-dir", f.checkpoint_dir, "checkpoints");
+  submit->add_option("--checkpoint-interval", f.checkpoint_interval,
+                     "steps between checkpoints");
+  submit->add_option("--resume-from", f.resume_from,
+                     "start from this checkpoint file, or a directory's "
+                     "latest");
+  submit->add_option("--resume-snapshot", f.resume_snapshot,
+                     "start from another job's snapshot kept by the "
+                     "coordinator: JOB (its latest) or JOB:STEP");
+  submit->add_option("--collective-timeout-ms", f.collective_timeout_ms,
+                     "deadline of each collective");
+  submit->add_option("--grad-accumulation", f.grad_accumulation,
+                     "batches per synchronised optimizer step");
+  submit->add_option("--compression", f.compression,
+                     "gradient all-reduce: none|fp16|bf16");
+  submit->add_option("--precision", f.precision,
+                     "32|bf16-mixed|16-mixed (16-mixed: GPUs only)");
+  submit->add_option("--max-restarts", f.max_restarts,
+                     "new rendezvous after a failure, at most this often "
+                     "(default 3; 0 = fail at once)");
+  submit->add_option("--bucket-cap-bytes", f.bucket_cap_bytes,
+                     "gradient bucket size (default: 25 MiB on nccl, "
+                     "4 MiB on gloo)");
+  submit->add_flag("--watch,-w", watch_after_submit, "watch after submitting");
+
+  CLI::App* status = app_.add_subcommand("status", "show one job");
+  status->add_option("job", job_id, "job id")->required();
+  CLI::App* list = app_.add_subcommand("list", "list jobs, newest first");
+  list->add_option("--limit", limit, "at most this many (default: all)")
+      ->check(CLI::NonNegativeNumber);
+  CLI::App* watch = app_.add_subcommand("watch", "follow a job live");
+  watch->add_option("job", job_id, "job id")->required();
+  CLI::App* cancel = app_.add_subcommand("cancel", "cancel a job");
+  cancel->add_option("job", job_id, "job id")->required();
+  cancel->add_option("--reason", reason, "recorded with the transition");
+  CLI::App* del = app_.add_subcommand(
+      "delete", "forget a finished job: its record, events and snapshots");
+  del->add_option("job", job_id, "job id")->required();
+  app_.add_subcommand("workers", "list workers");
+  CLI::App* model = app_.add_subcommand("model", "model snapshots of a job");
+  model->require_subcommand(1);
+  CLI::App* model_list =
+      model->add_subcommand("list", "list a job's snapshots");
+  model_list->add_option("job", job_id, "job id")->required();
+  CLI::App* model_pull =
+      model->add_subcommand("pull", "download a snapshot (a .pt file)");
+  model_pull->add_option("job", job_id, "job id")->required();
+  model_pull->add_option("--step", model_step, "step (default: latest)")
+      ->each([this](const std::string&) { model_step_given = true; });
+  model_pull->add_option("-o,--output", model_out, "file to write")->required();
+  CLI::App* completion =
+      app_.add_subcommand("completion", "print a shell completion script");
+  completion->add_option("shell", shell, "bash")
+      ->required()
+      ->check(CLI::IsMember({"bash"}));
+}
+
+std::optional<int> CommandLine::Parse(int argc, const char* const* argv,
+                                      std::ostream& out, std::ostream& err) {
+  try {
+    app_.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // A word that names no subcommand: say so (CLI11 would only say that a
+    // subcommand is required).
+    if (command().empty() && !app_.remaining().empty() &&
+        app_.remaining().front().rfind('-', 0) != 0) {
+      std::vector<std::string> names;
+      for (const CLI::App* sub :
+           app_.get_subcommands([](const CLI::App*) { return true; })) {
+        names.push_back(sub->get_name());
+      }
+      err << "gradsync: unknown command '" << app_.remaining().front()
+          << "' (commands: " << absl::StrJoin(names, ", ")
+          << ", data, loader-bench; see gradsync --help)\n";
+      return static_cast<int>(CLI::ExitCodes::ExtrasError);
+    }
+    return app_.exit(e, out, err);
+  }
+  return std::nullopt;
+}
+
+std::string CommandLine::command() const {
+  std::vector<std::string> path;
+  const CLI::App* app = &app_;
+  while (true) {
+    std::vector<CLI::App*> parsed = app->get_subcommands();
+    if (parsed.empty()) break;
+    app = parsed.front();
+    path.push_back(app->get_name());
+  }
+  return absl::StrJoin(path, " ");
+}
+
+std::string CommandLine::BashCompletion() const {
+  const std::vector<std::string> global = FlagNames(app_);
+  // For each command path ("" first), the words that may follow it.
+  std::vector<std::pair<std::string, std::vector<std::string>>> words;
+  std::function<void(const CLI::App&, const std::string&)> walk =
+      [&](const CLI::App& app, const std::string& path) {
+        std::vector<std::string> next;
+        std::vector<std::pair<const CLI::App*, std::string>> children;
+        for (const CLI::App* sub :
+             app.get_subcommands([](const CLI::App*) { return true; })) {
+          next.push_back(sub->get_name());
+          children.emplace_back(
+              sub, path.empty() ? sub->get_name()
+                                : absl::StrCat(path, " ", sub->get_name()));
+        }
+        // The data tools, dispatched before this command line is parsed.
+        if (path.empty()) next.insert(next.end(), {"data", "loader-bench"});
+        if (!path.empty()) {
+          for (std::string& f : FlagNames(app)) next.push_back(std::move(f));
+        }
+        next.insert(next.end(), global.begin(), global.end());
+        words.emplace_back(path, std::move(next));
+        for (const auto& [sub, sub_path] : children) walk(*sub, sub_path);
+      };
+  walk(app_, "");
+
+  std::vector<std::string> paths, cases;
+  for (const auto& [path, next] : words) {
+    if (!path.empty()) paths.push_back(absl::StrCat("\"", path, "\""));
+    cases.push_back(absl::StrCat("    \"", path, "\") words=\"",
+                                 absl::StrJoin(next, " "), "\" ;;"));
+  }
+  return absl::StrCat(
+      "# bash completion for gradsync, generated by `gradsync completion "
+      "bash`.\n"
+      "# Load it with: source <(gradsync completion bash)\n"
+      "_gradsync() {\n"
+      "  local cur=${COMP_WORDS[COMP_CWORD]} path=\"\" next words i\n"
+      "  for ((i = 1; i < COMP_CWORD; i++)); do\n"
+      "    next=\"${path:+$path }${COMP_WORDS[i]}\"\n"
+      "    case \"$next\" in\n"
+      "      ",
+      absl::StrJoin(paths, "|"),
+      ") path=\"$next\" ;;\n"
+      "    esac\n"
+      "  done\n"
+      "  case \"$path\" in\n",
+      absl::StrJoin(cases, "\n"),
+      "\n"
+      "  esac\n"
+      "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
+      "}\n"
+      "complete -F _gradsync gradsync\n");
+}
+
+}  // namespace gradsync::cli

@@ -1,0 +1,158 @@
+// The gradsync command line: global flags before or after the subcommand,
+// nested subcommands, --help with examples, bad flags, and the bash
+// completion script run by a real bash.
+#include "coordinator/cli/command_line.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace gradsync::cli {
+namespace {
+
+struct Parsed {
+  std::optional<int> exit;
+  std::string out, err;
+};
+
+Parsed Parse(CommandLine& line, std::vector<const char*> args) {
+  args.insert(args.begin(), "gradsync");
+  std::ostringstream out, err;
+  Parsed p;
+  p.exit = line.Parse(static_cast<int>(args.size()), args.data(), out, err);
+  p.out = out.str();
+  p.err = err.str();
+  return p;
+}
+
+TEST(CommandLineTest, GlobalFlagsGoAfterTheSubcommand) {
+  CommandLine line;
+  Parsed p = Parse(
+      line, {"status", "job-1", "--json", "-c", "host:1", "--timeout", "4"});
+  ASSERT_FALSE(p.exit.has_value()) << p.err;
+  EXPECT_EQ(line.command(), "status");
+  EXPECT_EQ(line.job_id, "job-1");
+  EXPECT_TRUE(line.options.json);
+  EXPECT_EQ(line.coordinator, "host:1");
+  EXPECT_EQ(line.options.timeout_s, 4);
+}
+
+TEST(CommandLineTest, GlobalFlagsStillGoBeforeIt) {
+  CommandLine line;
+  Parsed p = Parse(line, {"-c", "host:2", "--json", "list", "--limit", "3"});
+  ASSERT_FALSE(p.exit.has_value()) << p.err;
+  EXPECT_EQ(line.command(), "list");
+  EXPECT_EQ(line.coordinator, "host:2");
+  EXPECT_TRUE(line.options.json);
+  EXPECT_EQ(line.limit, 3);
+}
+
+TEST(CommandLineTest, NestedSubcommandTakesGlobalFlagsToo) {
+  CommandLine line;
+  Parsed p = Parse(line, {"model", "pull", "job-2", "-o", "m.pt", "--step", "7",
+                          "--coordinator", "host:3"});
+  ASSERT_FALSE(p.exit.has_value()) << p.err;
+  EXPECT_EQ(line.command(), "model pull");
+  EXPECT_EQ(line.job_id, "job-2");
+  EXPECT_EQ(line.model_out, "m.pt");
+  EXPECT_TRUE(line.model_step_given);
+  EXPECT_EQ(line.model_step, 7);
+  EXPECT_EQ(line.coordinator, "host:3");
+
+  CommandLine latest;
+  ASSERT_FALSE(
+      Parse(latest, {"model", "pull", "job-2", "-o", "m.pt"}).exit.has_value());
+  EXPECT_FALSE(latest.model_step_given);
+}
+
+TEST(CommandLineTest, SubmitFlagsAndWatch) {
+  CommandLine line;
+  Parsed p = Parse(line, {"submit", "--dataset", "/d", "--epochs", "2", "-n",
+                          "2", "-w", "--json"});
+  ASSERT_FALSE(p.exit.has_value()) << p.err;
+  EXPECT_EQ(line.command(), "submit");
+  EXPECT_EQ(line.job.dataset, "/d");
+  EXPECT_TRUE(line.watch_after_submit);
+  EXPECT_TRUE(line.options.json);
+}
+
+TEST(CommandLineTest, BadInputIsRefusedNamingIt) {
+  CommandLine unknown_flag;
+  Parsed p = Parse(unknown_flag, {"status", "job-1", "--jsn"});
+  ASSERT_TRUE(p.exit.has_value());
+  EXPECT_NE(*p.exit, 0);
+  EXPECT_NE(p.err.find("--jsn"), std::string::npos) << p.err;
+
+  CommandLine no_job;
+  p = Parse(no_job, {"status"});
+  ASSERT_TRUE(p.exit.has_value());
+  EXPECT_NE(*p.exit, 0);
+  EXPECT_NE(p.err.find("job"), std::string::npos) << p.err;
+
+  CommandLine typo;
+  p = Parse(typo, {"lst"});
+  ASSERT_TRUE(p.exit.has_value());
+  EXPECT_NE(*p.exit, 0);
+  EXPECT_NE(p.err.find("unknown command 'lst'"), std::string::npos) << p.err;
+
+  CommandLine zsh;
+  p = Parse(zsh, {"completion", "zsh"});
+  ASSERT_TRUE(p.exit.has_value());
+  EXPECT_NE(*p.exit, 0);
+  EXPECT_NE(p.err.find("zsh"), std::string::npos) << p.err;
+}
+
+TEST(CommandLineTest, HelpShowsExamples) {
+  CommandLine line;
+  Parsed p = Parse(line, {"--help"});
+  ASSERT_TRUE(p.exit.has_value());
+  EXPECT_EQ(*p.exit, 0);
+  EXPECT_NE(p.out.find("Examples:"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("gradsync status job-000001 --json"), std::string::npos)
+      << p.out;
+}
+
+// What bash completes after `words` (the last one being typed), with the
+// generated script loaded.
+std::string Complete(const std::string& script_path, const std::string& words,
+                     int cword) {
+  const std::string command = absl::StrCat(
+      "bash -c 'source ", script_path, "; COMP_WORDS=(", words,
+      "); COMP_CWORD=", cword, "; _gradsync; echo \"${COMPREPLY[*]}\"'");
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return "popen failed";
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  pclose(pipe);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+TEST(CommandLineTest, BashCompletesSubcommandsAndTheirFlags) {
+  CommandLine line;
+  ASSERT_FALSE(Parse(line, {"completion", "bash"}).exit.has_value());
+  EXPECT_EQ(line.command(), "completion");
+  const std::string path =
+      absl::StrCat(testing::TempDir(), "/gradsync_completion_", getpid());
+  std::ofstream(path) << line.BashCompletion();
+  EXPECT_EQ(Complete(path, "gradsync sta", 1), "status");
+  EXPECT_EQ(Complete(path, "gradsync w", 1), "watch workers");
+  EXPECT_EQ(Complete(path, "gradsync model p", 2), "pull");
+  EXPECT_EQ(Complete(path, "gradsync submit --bat", 2), "--batch-size");
+  EXPECT_EQ(Complete(path, "gradsync model pull job-1 --st", 4), "--step");
+  // Global flags after a subcommand, as the parser takes them.
+  EXPECT_EQ(Complete(path, "gradsync status job-1 --js", 3), "--json");
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace gradsync::cli
