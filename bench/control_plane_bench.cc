@@ -41,13 +41,10 @@
 #include "bench/coordinator_process.h"
 #include "bench/latencies.h"
 #include "bench/rendezvous_bench.h"
+#include "bench/tcp_store.h"
 #include "coordinator/client/remote_store.h"
 #include "gradsync/v1/job_service.grpc.pb.h"
 #include "gradsync/v1/worker_service.grpc.pb.h"
-
-#if GRADSYNC_BENCH_WITH_TORCH
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#endif
 
 namespace gradsync::bench {
 namespace {
@@ -446,22 +443,17 @@ double GradsyncStoreOps(const std::string& binary, int clients, double seconds,
 // Closed-loop set+get throughput of c10d::TCPStore, one client store per
 // thread against one server store, same keys and value size.
 double TcpStoreOps(int clients, double seconds) {
-  c10d::TCPStoreOptions server_opts;
-  server_opts.port = 0;
-  server_opts.isServer = true;
-  server_opts.waitWorkers = false;
-  c10d::TCPStore server("127.0.0.1", server_opts);
-  const uint16_t port = server.getPort();
+  const std::unique_ptr<c10d::TCPStore> server = TcpStoreServer();
+  const uint16_t port = server->getPort();
   std::atomic<int64_t> ops{0};
   const absl::Time start = absl::Now();
   const absl::Time end = start + absl::Seconds(seconds);
   std::vector<std::thread> threads;
   for (int k = 0; k < clients; ++k) {
     threads.emplace_back([&, k] {
-      c10d::TCPStoreOptions opts;
-      opts.port = port;
-      opts.waitWorkers = false;
-      c10d::TCPStore client("127.0.0.1", opts);
+      const std::unique_ptr<c10d::TCPStore> store =
+          TcpStoreClient(port, c10d::Store::kDefaultTimeout);
+      c10d::TCPStore& client = *store;
       const std::vector<uint8_t> value(64, 'v');
       int64_t n = 0;
       for (int i = 0; absl::Now() < end; ++i) {

@@ -12,12 +12,9 @@
 #include "absl/time/clock.h"
 #include "bench/coordinator_process.h"
 #include "bench/latencies.h"
+#include "bench/tcp_store.h"
 #include "gradsync/v1/job_service.grpc.pb.h"
 #include "gradsync/v1/worker_service.grpc.pb.h"
-
-#if GRADSYNC_BENCH_WITH_TORCH
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#endif
 
 namespace gradsync::bench {
 namespace {
@@ -187,12 +184,8 @@ RendezvousResult TcpStoreRendezvous(int ranks) {
   RendezvousResult result;
   result.ranks = ranks;
 #if GRADSYNC_BENCH_WITH_TORCH
-  c10d::TCPStoreOptions server_opts;
-  server_opts.port = 0;
-  server_opts.isServer = true;
-  server_opts.waitWorkers = false;
-  c10d::TCPStore server("127.0.0.1", server_opts);
-  const uint16_t port = server.getPort();
+  const std::unique_ptr<c10d::TCPStore> server = TcpStoreServer();
+  const uint16_t port = server->getPort();
   std::vector<std::string> keys;
   for (int r = 0; r < ranks; ++r) keys.push_back(AddressKey(r));
   Timeline timeline(ranks);
@@ -201,11 +194,9 @@ RendezvousResult TcpStoreRendezvous(int ranks) {
   for (int rank = 0; rank < ranks; ++rank) {
     threads.emplace_back([&, rank] {
       try {
-        c10d::TCPStoreOptions opts;
-        opts.port = port;
-        opts.waitWorkers = false;
-        opts.timeout = std::chrono::milliseconds(kWaitMs);
-        c10d::TCPStore client("127.0.0.1", opts);
+        const std::unique_ptr<c10d::TCPStore> store =
+            TcpStoreClient(port, std::chrono::milliseconds(kWaitMs));
+        c10d::TCPStore& client = *store;
         timeline.assigned[rank] = MsSince(start);
         const std::string address =
             absl::StrCat("rdv-", rank / kRanksPerHost, ":", 29500 + rank);
