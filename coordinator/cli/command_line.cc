@@ -188,8 +188,9 @@ std::string CommandLine::BashCompletion() const {
                                 : absl::StrCat(path, " ", sub->get_name()));
         }
         // The data tools, dispatched before this command line is parsed.
-        if (path.empty()) next.insert(next.end(), {"data", "loader-bench"});
-        if (!path.empty()) {
+        if (path.empty()) {
+          next.insert(next.end(), {"data", "loader-bench"});
+        } else {
           for (std::string& f : FlagNames(app)) next.push_back(std::move(f));
         }
         next.insert(next.end(), global.begin(), global.end());

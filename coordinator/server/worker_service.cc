@@ -14,6 +14,17 @@
 #include "coordinator/wire/secrets.h"
 
 namespace gradsync {
+namespace {
+
+// A callback unary call answered at once, on the thread that read it.
+grpc::ServerUnaryReactor* FinishInline(grpc::CallbackServerContext* context,
+                                       const grpc::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
+}  // namespace
 
 grpc::Status WorkerServiceImpl::Authorize(
     const grpc::ServerContextBase& context, const std::string& worker_id,
@@ -59,9 +70,7 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(
     v1::HeartbeatResponse* response) {
   // Nothing in it blocks (the coordinator's lock is held for map lookups),
   // so it runs inline.
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ServeHeartbeat(*context, *request, response));
-  return reactor;
+  return FinishInline(context, ServeHeartbeat(*context, *request, response));
 }
 
 grpc::Status WorkerServiceImpl::GetShard(grpc::ServerContext* context,
@@ -147,9 +156,7 @@ grpc::Status WorkerServiceImpl::ServeStoreSet(
 grpc::ServerUnaryReactor* WorkerServiceImpl::StoreSet(
     grpc::CallbackServerContext* context, const v1::StoreSetRequest* request,
     v1::StoreSetResponse*) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ServeStoreSet(*context, *request));
-  return reactor;
+  return FinishInline(context, ServeStoreSet(*context, *request));
 }
 
 absl::StatusOr<WorkerServiceImpl::StoreRead> WorkerServiceImpl::AdmitRead(
@@ -202,14 +209,11 @@ bool MustWait(const grpc::Status& now, int64_t timeout_ms) {
 grpc::ServerUnaryReactor* WorkerServiceImpl::StoreGet(
     grpc::CallbackServerContext* context, const v1::StoreGetRequest* request,
     v1::StoreGetResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // A key that is there (or a get that may not wait) is answered inline.
   grpc::Status now =
       StoreGetFor(*context, *request, /*may_wait=*/false, response);
-  if (!MustWait(now, request->timeout_ms())) {
-    reactor->Finish(now);
-    return reactor;
-  }
+  if (!MustWait(now, request->timeout_ms())) return FinishInline(context, now);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // The wait must not hold a callback thread. The store (closed when its
   // attempt ends or the coordinator shuts down) wakes it by then at the
   // latest; the server's shutdown waits for the Finish. The CallGate pass
@@ -236,9 +240,7 @@ grpc::Status WorkerServiceImpl::ServeStoreAdd(
 grpc::ServerUnaryReactor* WorkerServiceImpl::StoreAdd(
     grpc::CallbackServerContext* context, const v1::StoreAddRequest* request,
     v1::StoreAddResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ServeStoreAdd(*context, *request, response));
-  return reactor;
+  return FinishInline(context, ServeStoreAdd(*context, *request, response));
 }
 
 grpc::Status WorkerServiceImpl::StoreWaitFor(
