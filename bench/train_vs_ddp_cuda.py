@@ -9,7 +9,7 @@ workers per rank with pinned memory on both sides.
 Prints images/s of each side over the steps after the warm-up (wall clock
 between two synchronised points), the fraction of that time each rank 0
 spent waiting for its data loader, and the ratio. Precision: both sides run
---precision (32 until gradsync has bf16-mixed; the line says which).
+--precision (the issue's figure is bf16-mixed; the first line says which).
 """
 import json
 import os
@@ -30,27 +30,28 @@ def resnet18_cifar(classes=10):
     return m
 
 
-def synthetic_cifar(size):
-    import numpy as np
-    import torch
-    from torchvision import transforms
+class SyntheticCifar:
+    """Per-sample work like gradsync's synthetic set: pixels made up from
+    the index, then ToTensor. A module-level class, so DataLoader workers
+    started by spawn can unpickle it."""
 
-    class Synthetic(torch.utils.data.Dataset):
-        """Per-sample work like gradsync's synthetic set: pixels made up
-        from the index, then ToTensor."""
-        tf = transforms.ToTensor()
+    def __init__(self, size):
+        self.size = size
+        self.tf = None
 
-        def __len__(self):
-            return size
+    def __len__(self):
+        return self.size
 
-        def __getitem__(self, i):
-            rng = np.random.default_rng(i)
-            label = int(rng.integers(10))
-            base = (32 + 19 * label) % 224
-            img = (base + rng.integers(-48, 48, (32, 32, 3))).clip(0, 255)
-            return self.tf(img.astype(np.uint8)), label
-
-    return Synthetic()
+    def __getitem__(self, i):
+        import numpy as np
+        if self.tf is None:
+            from torchvision import transforms
+            self.tf = transforms.ToTensor()
+        rng = np.random.default_rng(i)
+        label = int(rng.integers(10))
+        base = (32 + 19 * label) % 224
+        img = (base + rng.integers(-48, 48, (32, 32, 3))).clip(0, 255)
+        return self.tf(img.astype(np.uint8)), label
 
 
 def ddp_rank(rank, world, init, a, out):
@@ -66,7 +67,7 @@ def ddp_rank(rank, world, init, a, out):
     torch.manual_seed(0)
     model = DDP(resnet18_cifar().cuda(), device_ids=[rank])
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    data = synthetic_cifar(50000)
+    data = SyntheticCifar(50000)
     loader = DataLoader(data, batch_size=a.batch_size,
                         sampler=DistributedSampler(data, world, rank, seed=0),
                         num_workers=a.loader_workers, pin_memory=True,
@@ -155,7 +156,8 @@ def main(a):
     print(f"ratio gradsync / DDP: {ratio:.2f}x (goal >= 1.0; data wait goal "
           f"< 5%)")
     if a.results:
-        with open(os.path.join(a.results, "train_vs_ddp_cuda.json"), "w") as f:
+        with open(os.path.join(a.results,
+                               f"train_vs_ddp_cuda_{a.precision}.json"), "w") as f:
             json.dump({"gpu": name, "gpus": world, "gradsync": ours,
                        "ddp": ddp, "ratio": ratio,
                        "precision": a.precision,

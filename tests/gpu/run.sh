@@ -83,7 +83,8 @@ args=(-S "$root" -B "$build/cmake" -DCMAKE_BUILD_TYPE=Release
       -DGRADSYNC_WITH_GLOO=OFF -DGRADSYNC_WITH_TURBOJPEG=OFF
       -DGRADSYNC_PYTHON_TESTS=OFF
       "-DCMAKE_PREFIX_PATH=${torch_prefix:+$torch_prefix;}$prefix/usr;$libdir/cmake;$prefix/usr/share/cmake")
-command -v ninja > /dev/null && args+=(-G Ninja)
+keep_going=()  # every compile error in one build.log, not just the first
+command -v ninja > /dev/null && args+=(-G Ninja) && keep_going=(-- -k 0)
 if [ -n "$nccl_dir" ]; then
   nccl_lib=$(ls "$nccl_dir"/lib/libnccl.so* 2>/dev/null | head -1)
   args+=("-DNCCL_INCLUDE_DIR=$nccl_dir/include" "-DNCCL_LIBRARY=$nccl_lib")
@@ -98,7 +99,7 @@ if grep -i "found" "$out/configure.log" | grep -v "Caffe2\|gradsync:" |
     grep -qiE "grpc|protobuf|sqlite|opencv|gloo"; then
   log "note: configure found a control-plane or optional library (configure.log)"
 fi
-cmake --build "$build/cmake" -j"$(nproc)" > "$out/build.log" 2>&1 \
+cmake --build "$build/cmake" -j"$(nproc)" "${keep_going[@]}" > "$out/build.log" 2>&1 \
   || { grep -E "error" "$out/build.log" | head -40; fail "build (see build.log)"; }
 log "built after $(( $(date +%s) - start )) s"
 bin=$build/cmake/bin
@@ -120,13 +121,19 @@ if [ "${cuda_ok:-0}" != 1 ]; then
   exit $(( cpu_rc || gpu_rc ))
 fi
 
-# 5. The GPU benchmark: gradsync against PyTorch DDP on this GPU.
+# 5. The GPU benchmark: gradsync against PyTorch DDP on this GPU, in
+# bf16-mixed (the figure) and in 32.
+bench_rc=0
 if [ -f "$root/bench/train_vs_ddp.py" ]; then
-  "$py" "$root/bench/train_vs_ddp.py" --device cuda --bin "$bin" \
-    --results "$out" > "$out/bench.log" 2>&1
-  bench_rc=$?
-  tail -20 "$out/bench.log"
-  log "benchmark exit $bench_rc (bench.log)"
+  for precision in bf16-mixed 32; do
+    "$py" "$root/bench/train_vs_ddp.py" --device cuda --bin "$bin" \
+      --precision "$precision" --results "$out" \
+      > "$out/bench-$precision.log" 2>&1
+    rc=$?
+    [ "$rc" = 0 ] || bench_rc=$rc
+    tail -5 "$out/bench-$precision.log"
+    log "benchmark $precision exit $rc (bench-$precision.log)"
+  done
 fi
 log "done after $(( $(date +%s) - start )) s"
-exit $(( cpu_rc || gpu_rc || ${bench_rc:-0} ))
+exit $(( cpu_rc || gpu_rc || bench_rc ))

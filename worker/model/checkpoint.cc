@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "coordinator/store/durable_file.h"
+#include "worker/model/optimizer_state_key.h"
 
 namespace gradsync {
 namespace {
@@ -78,11 +79,6 @@ const std::vector<at::Tensor>& Params(torch::optim::Optimizer& optimizer) {
   return optimizer.param_groups().at(0).params();
 }
 
-// LibTorch keys optimizer state by the parameter's TensorImpl address.
-std::string StateKey(const at::Tensor& param) {
-  return c10::guts::to_string(param.unsafeGetTensorImpl());
-}
-
 // optimizer.state_dict() in PyTorch's layout: per-parameter state keyed by
 // the parameter's index, and one parameter group.
 IValue OptimizerState(torch::optim::Optimizer& optimizer) {
@@ -91,7 +87,7 @@ IValue OptimizerState(torch::optim::Optimizer& optimizer) {
   const auto& params = Params(optimizer);
   auto* adam = dynamic_cast<torch::optim::Adam*>(&optimizer);
   for (size_t i = 0; i < params.size(); ++i) {
-    auto it = optimizer.state().find(StateKey(params[i]));
+    auto it = optimizer.state().find(OptimizerStateKeyOf(params[i]));
     if (it == optimizer.state().end()) continue;  // no step taken yet
     GenericDict entry = StringKeyed();
     if (adam != nullptr) {
@@ -155,7 +151,7 @@ absl::Status RestoreOptimizer(const GenericDict& saved, const std::string& name,
                        " but the model has ", params.size()));
     }
     const GenericDict entry = item.value().toGenericDict();
-    const std::string key = StateKey(params[i]);
+    const OptimizerStateKey key = OptimizerStateKeyOf(params[i]);
     // Saved on the CPU; restored onto the parameter's device.
     auto restore = [&](const char* name) {
       return entry.at(name).toTensor().to(params[i].options(), false, true,

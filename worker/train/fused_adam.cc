@@ -4,16 +4,18 @@
 #include <cstdint>
 #include <string>
 
+#include "worker/model/optimizer_state_key.h"
+
 namespace gradsync {
 namespace {
 
 // One element at a time in Adam's float32 operations; contiguous arrays
 // (the compiler vectorises this loop: each operation is exact IEEE
 // arithmetic, so lanes round as the scalar code does).
-void Update(float* __restrict p, const float* __restrict g,
-            float* __restrict m, float* __restrict v, int64_t n, float beta1,
-            float one_minus_beta1, float beta2, float one_minus_beta2,
-            float sqrt_bc2, float eps, float neg_step, float weight_decay) {
+void Update(float* __restrict p, const float* __restrict g, float* __restrict m,
+            float* __restrict v, int64_t n, float beta1, float one_minus_beta1,
+            float beta2, float one_minus_beta2, float sqrt_bc2, float eps,
+            float neg_step, float weight_decay) {
   for (int64_t i = 0; i < n; ++i) {
     float grad = g[i];
     if (weight_decay != 0) grad = grad + weight_decay * p[i];
@@ -58,7 +60,7 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
     const double beta2 = std::get<1>(options.betas());
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      const OptimizerStateKey key = OptimizerStateKeyOf(p);
       auto found = state_.find(key);
       if (found == state_.end()) {
         auto fresh = std::make_unique<torch::optim::AdamParamState>();

@@ -10,6 +10,7 @@
 
 #include "worker/model/checkpoint.h"
 #include "worker/model/models.h"
+#include "worker/model/optimizer_state_key.h"
 
 namespace gradsync {
 namespace {
@@ -89,10 +90,8 @@ TEST(MemoryFormatTest, CheckpointsHoldContiguousTensors) {
   ASSERT_TRUE(path.ok()) << path.status();
   auto bytes = ReadFileBytes(*path);
   ASSERT_TRUE(bytes.ok());
-  const auto weights = torch::pickle_load(*bytes)
-                           .toGenericDict()
-                           .at("model")
-                           .toGenericDict();
+  const auto weights =
+      torch::pickle_load(*bytes).toGenericDict().at("model").toGenericDict();
   for (const auto& item : weights) {
     EXPECT_TRUE(item.value().toTensor().is_contiguous())
         << item.key().toStringRef();
@@ -114,7 +113,7 @@ TEST(MemoryFormatTest, CheckpointsHoldContiguousTensors) {
   ASSERT_TRUE(RestoreCheckpoint(*bytes, *path, *again, again_adam).ok());
   const torch::Tensor conv = again->named_parameters()["layer1.0.weight"];
   const auto& state = static_cast<torch::optim::AdamParamState&>(
-      *again_adam.state().at(c10::guts::to_string(conv.unsafeGetTensorImpl())));
+      *again_adam.state().at(OptimizerStateKeyOf(conv)));
   EXPECT_TRUE(IsChannelsLast(state.exp_avg()));
   fs::remove_all(dir);
 }

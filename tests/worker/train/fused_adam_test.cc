@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "worker/model/memory_format.h"
+#include "worker/model/optimizer_state_key.h"
 
 namespace gradsync {
 namespace {
@@ -45,7 +46,8 @@ void ExpectSameSteps(const torch::optim::AdamOptions& options, double rtol,
     const torch::Tensor a = fused.params[i].detach();
     const torch::Tensor b = plain.params[i].detach();
     EXPECT_TRUE(torch::allclose(a, b, rtol, atol))
-        << "parameter " << i << " max diff " << (a - b).abs().max().item<float>();
+        << "parameter " << i << " max diff "
+        << (a - b).abs().max().item<float>();
   }
   EXPECT_TRUE(IsChannelsLast(fused.params[0]));
   // Adam's state, keyed as Adam keys it, step counts included.
@@ -53,8 +55,7 @@ void ExpectSameSteps(const torch::optim::AdamOptions& options, double rtol,
   ASSERT_EQ(fused.optimizer->state().size(), 3u);
   for (const torch::Tensor& p : fused.params) {
     const auto& s = static_cast<const torch::optim::AdamParamState&>(
-        *fused.optimizer->state().at(
-            c10::guts::to_string(p.unsafeGetTensorImpl())));
+        *fused.optimizer->state().at(OptimizerStateKeyOf(p)));
     EXPECT_EQ(s.step(), 5);
     EXPECT_EQ(s.exp_avg().sizes(), p.sizes());
   }
