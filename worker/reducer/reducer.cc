@@ -112,6 +112,8 @@ Reducer::Reducer(std::vector<torch::Tensor> params, Communicator* comm,
     : params_(std::move(params)), comm_(comm), wire_dtype_(wire_dtype) {}
 
 Reducer::~Reducer() {
+  // The NCCL stream may still write the buckets; they are freed after.
+  (void)Drain();
   {
     absl::MutexLock lock(&mu_);
     stop_ = true;
@@ -293,16 +295,32 @@ absl::Status Reducer::FinishOnDeviceLocked() {
     if (b.wire.defined()) b.flat.copy_(b.wire);
   }
   CopyBack();
-  // The one CPU block of the step: the buckets share the NCCL stream, so
-  // once the last is done all are; each Wait reports its own failure.
-  absl::Status s;
-  allreduce_ms_ = 0;
-  for (Bucket& b : buckets_) {
-    absl::Status w = b.work->Wait();
-    if (!w.ok() && s.ok()) s = w;
-    allreduce_ms_ += b.work->elapsed_ms();
-  }
+  // The one CPU block of the step is on the previous step's all-reduces, so
+  // the CPU runs at most one step ahead of the GPU, as under DDP (which
+  // never blocks it), and a collective that fails or outlives its deadline
+  // stops training one step later. This step's go in flight.
+  absl::Status s = WaitInFlight();
+  for (Bucket& b : buckets_) in_flight_.push_back(std::move(b.work));
   return s;
+}
+
+absl::Status Reducer::WaitInFlight() {
+  // The buckets share the NCCL stream, so once the last is done all are;
+  // each Wait reports its own failure.
+  absl::Status s;
+  if (!in_flight_.empty()) allreduce_ms_ = 0;
+  for (std::unique_ptr<Work>& work : in_flight_) {
+    absl::Status w = work->Wait();
+    if (!w.ok() && s.ok()) s = w;
+    allreduce_ms_ += work->elapsed_ms();
+  }
+  in_flight_.clear();
+  return s;
+}
+
+absl::Status Reducer::Drain() {
+  absl::MutexLock lock(&mu_);
+  return WaitInFlight();
 }
 
 void Reducer::CopyBack() {

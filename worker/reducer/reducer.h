@@ -15,9 +15,11 @@
 // Communicator::AllReduceAsync from the hook, which orders the NCCL stream
 // after that copy with an event and returns at once, so backward never
 // waits for a bucket. Finalize() makes the compute stream (not the CPU)
-// wait for each bucket, enqueues the copies back into .grad on it, then
-// blocks the CPU once, polling the last bucket against the deadline (which
-// is how a dead peer or an NCCL error surfaces within the step).
+// wait for each bucket and enqueues the copies back into .grad on it; then
+// it blocks the CPU once, on the previous step's all-reduces, polling them
+// against the deadline (how a dead peer or an NCCL error surfaces, one step
+// late). So the CPU runs at most one step ahead of the GPU, as under DDP,
+// whose reducer never blocks it. Drain() waits for the last step's.
 //
 // Use per step: PrepareForBackward(); loss.backward(); Finalize(). With
 // set_require_sync(false) (gradient accumulation) hooks do nothing and
@@ -77,14 +79,20 @@ class Reducer {
   void set_require_sync(bool sync) { require_sync_ = sync; }
   void PrepareForBackward();
   // Waits for every bucket's all-reduce and writes the averaged gradients
-  // into the parameters' .grad. The first collective error is returned.
+  // into the parameters' .grad. The first collective error is returned
+  // (CUDA: of the previous step's all-reduces; this step's stay in flight).
   absl::Status Finalize();
+  // CUDA: waits for the all-reduces Finalize() left in flight and returns
+  // their first error; call before reading the gradients on the CPU, at
+  // the end of an epoch, before a checkpoint. CPU: returns OK at once.
+  absl::Status Drain();
 
   int num_buckets() const { return static_cast<int>(buckets_.size()); }
   // Parameter indices (registration order) of bucket b.
   std::vector<int> bucket_params(int b) const;
   // Of the last synchronised step: time Finalize() waited (exposed) and the
-  // communication thread's all-reduce time (overlapped = total - exposed).
+  // communication thread's all-reduce time (overlapped = total - exposed);
+  // CUDA: the all-reduce time is the previous step's, known once waited.
   double exposed_ms() const { return exposed_ms_; }
   // Buckets of the last step whose all-reduce was launched by an autograd
   // hook, i.e. while backward was still running (the rest by Finalize()).
@@ -121,6 +129,8 @@ class Reducer {
   absl::Status FinishOnDeviceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes every bucket's averaged gradients into the parameters' .grad.
   void CopyBack();
+  // CUDA: waits for in_flight_, empties it, sets allreduce_ms_.
+  absl::Status WaitInFlight() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::vector<torch::Tensor> params_;
   Communicator* comm_;
@@ -135,6 +145,8 @@ class Reducer {
   double exposed_ms_ = 0, allreduce_ms_ = 0;
 
   mutable absl::Mutex mu_;
+  // CUDA: the last synchronised step's all-reduces, not yet waited for.
+  std::vector<std::unique_ptr<Work>> in_flight_ ABSL_GUARDED_BY(mu_);
   std::vector<char> ready_ ABSL_GUARDED_BY(mu_);  // grad copied this step
   std::deque<int> queue_ ABSL_GUARDED_BY(mu_);    // to all-reduce, in order
   int next_launch_ ABSL_GUARDED_BY(mu_) = 0;

@@ -19,6 +19,7 @@
 #include "worker/train/cuda_host_to_device.h"
 #include "worker/train/device_feeder.h"
 #include "worker/train/evaluate.h"
+#include "worker/train/foreach_sgd.h"
 #include "worker/train/fused_adam.h"
 #include "worker/train/grad_scaler.h"
 #include "worker/train/precision.h"
@@ -54,10 +55,15 @@ absl::StatusOr<std::shared_ptr<const Dataset>> OpenSplit(
 std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(
     const TrainSpec& spec, std::vector<torch::Tensor> params) {
   if (spec.optimizer == OptimizerKind::kSgd) {
-    return std::make_unique<torch::optim::SGD>(
-        params, torch::optim::SGDOptions(spec.learning_rate)
-                    .momentum(spec.momentum)
-                    .weight_decay(spec.weight_decay));
+    const auto options = torch::optim::SGDOptions(spec.learning_rate)
+                             .momentum(spec.momentum)
+                             .weight_decay(spec.weight_decay);
+    // On a GPU one multi-tensor update (PyTorch's default there); on the
+    // CPU LibTorch's loop, whose speed bench/README.md measured.
+    if (!params.empty() && params[0].is_cuda()) {
+      return std::make_unique<ForeachSgd>(params, options);
+    }
+    return std::make_unique<torch::optim::SGD>(params, options);
   }
   return std::make_unique<FusedAdam>(
       params, torch::optim::AdamOptions(spec.learning_rate)
@@ -234,7 +240,7 @@ class Loop {
       const auto step_start = Clock::now();
       auto got = feeder_.Next(&batch);
       if (!got.ok()) return got.status();
-      if (!*got) return FlushReport();
+      if (!*got) return SettleSteps();
       if (absl::Status s = TrainStep(epoch, batch, step_start); !s.ok()) {
         return s;
       }
@@ -252,11 +258,21 @@ class Loop {
     const int micro = static_cast<int>(batch.index % accumulate_);
     const bool sync =
         micro == accumulate_ - 1 || batch.index == steps_per_epoch - 1;
-    // Zeroed, not reset to none: measured before host_allocator.h's malloc
-    // setting, dropping the gradients (5.5 MB for fashion_cnn) made the
-    // next forward 10 ms slower (their pages went back to the kernel and
-    // fresh ones faulted in); not measured again with it.
-    if (micro == 0) s_.optimizer->zero_grad();
+    // CPU: zeroed, not reset to none: measured before host_allocator.h's
+    // malloc setting, dropping the gradients (5.5 MB for fashion_cnn) made
+    // the next forward 10 ms slower (their pages went back to the kernel
+    // and fresh ones faulted in); not measured again with it. GPU: reset to
+    // none (PyTorch's default), which saves a fill kernel per parameter;
+    // the caching allocator hands the memory back at once.
+    if (micro == 0) {
+      if (s_.device.is_cuda()) {
+        for (torch::Tensor& p : s_.model->parameters()) {
+          p.mutable_grad() = torch::Tensor();
+        }
+      } else {
+        s_.optimizer->zero_grad();
+      }
+    }
     StepReport m;
     torch::Tensor loss;
     {
@@ -344,6 +360,14 @@ class Loop {
     return absl::OkStatus();
   }
 
+  // The end of an epoch or a checkpoint: the last step's all-reduces
+  // (Reducer::Finalize leaves them in flight on a GPU) are done and its
+  // report is sent.
+  absl::Status SettleSteps() {
+    if (absl::Status s = s_.reducer->Drain(); !s.ok()) return s;
+    return FlushReport();
+  }
+
   // Sends the report Report() held back, if any.
   absl::Status FlushReport() {
     if (!pending_) return absl::OkStatus();
@@ -387,7 +411,7 @@ class Loop {
   // to train.
   absl::Status Checkpoint(int64_t epoch, int64_t epoch_batch) {
     // Step reports come before the checkpoint that follows their steps.
-    if (absl::Status s = FlushReport(); !s.ok()) return s;
+    if (absl::Status s = SettleSteps(); !s.ok()) return s;
     if (c_.rank != 0 || c_.spec.checkpoint_directory.empty()) {
       return absl::OkStatus();
     }
