@@ -290,9 +290,12 @@ class Loop {
     const double loss_scale = scaled_ ? scaler_.scale() : 0;
     (scaled_ ? scaler_.Scale(objective) : objective).backward();
     bool skipped = false;
-    if (sync) {
-      if (absl::Status s = s_.reducer->Finalize(); !s.ok()) return s;
-    }
+    // A step that does not synchronise still waits (bounded) for the last
+    // synchronised step's all-reduces, which a GPU leaves in flight: what
+    // reads the GPU next (the loss, a checksum) must not be the first to
+    // wait on a hung collective, with no deadline of its own.
+    absl::Status reduced = sync ? s_.reducer->Finalize() : s_.reducer->Drain();
+    if (!reduced.ok()) return reduced;
     const double exposed = sync ? s_.reducer->exposed_ms() : 0;
     m.backward_ms = MsSince(backward_start) - exposed;
     const auto optimizer_start = Clock::now();
@@ -381,6 +384,9 @@ class Loop {
 
   // Every rank's parameter sum must be rank 0's (DDP keeps replicas equal).
   absl::Status CheckParameters(StepReport& m) {
+    // Reading the parameters waits for the GPU: first wait, bounded, for
+    // the all-reduces the step left in flight.
+    if (absl::Status s = s_.reducer->Drain(); !s.ok()) return s;
     const double sum = ParamSum(*s_.model);
     m.param_checksum = sum;
     auto all = c_.comm->AllGather(absl::StrFormat("%.17g", sum));
