@@ -5,8 +5,7 @@
 // Debian's LibTorch), as the address itself (void*) in later releases. Code
 // that reads or fills optimizer state calls OptimizerStateKeyOf() and builds
 // against both. Stateless; safe from any thread.
-#ifndef GRADSYNC_WORKER_MODEL_OPTIMIZER_STATE_KEY_H_
-#define GRADSYNC_WORKER_MODEL_OPTIMIZER_STATE_KEY_H_
+#pragma once
 
 #include <torch/optim/optimizer.h>
 
@@ -42,5 +41,3 @@ inline OptimizerStateKey OptimizerStateKeyOf(const at::Tensor& param) {
 }
 
 }  // namespace gradsync
-
-#endif  // GRADSYNC_WORKER_MODEL_OPTIMIZER_STATE_KEY_H_
