@@ -20,6 +20,7 @@ BUILD_PACKAGES=(
   # control plane
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev grpc-proto libcli11-dev libssl-dev
+  libcpp-httplib-dev
   # data plane
   libtorch-dev libgloo-dev libopencv-dev libturbojpeg0-dev
 )
@@ -32,6 +33,8 @@ PACKAGES=(
   libopenblas0-pthread
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev openssl
+  # a real Prometheus scrapes the coordinator in tests/integration/prometheus_e2e.py
+  prometheus
   # the coordinator fuzzer (tests/fuzz/run_fuzz.sh): clang + libFuzzer
   clang libclang-rt-14-dev
   # Python reference stack (parity tests and benchmarks against PyTorch)

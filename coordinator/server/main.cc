@@ -2,11 +2,13 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <utility>
 
 #include "coordinator/client/stop_signals.h"
 #include "coordinator/client/token_flags.h"
+#include "coordinator/http/monitoring.h"
 #include "coordinator/server/listen_policy.h"
 #include "coordinator/server/server.h"
 #include "gradsync/config.h"
@@ -99,6 +101,12 @@ int main(int argc, char** argv) {
                  "with no tokens given: read both from DIR/user-token and "
                  "DIR/worker-token, creating them (random, 0600) if missing")
       ->envname("GRADSYNC_TOKEN_DIR");
+  std::string http_listen;
+  app.add_option("--http-listen", http_listen,
+                 "host:port for the monitoring pages (Prometheus /metrics); "
+                 "empty: off. Without a user token a non-loopback address "
+                 "is narrowed to loopback, as --listen is")
+      ->envname("GRADSYNC_HTTP_LISTEN");
   bool insecure_anywhere = false;
   app.add_flag("--insecure-listen-anywhere", insecure_anywhere,
                "serve a non-loopback --listen address without tokens "
@@ -160,8 +168,33 @@ int main(int argc, char** argv) {
           ? "TLS, client certificates verified"
           : "TLS",
       options.state_dir.empty() ? "in memory" : options.state_dir.c_str());
+  std::unique_ptr<gradsync::HttpServer> monitoring;
+  if (!http_listen.empty()) {
+    if (options.auth.user.empty() && !insecure_anywhere &&
+        !gradsync::IsLoopbackAddress(http_listen)) {
+      std::string port = http_listen.substr(http_listen.rfind(':') + 1);
+      std::fprintf(stderr,
+                   "gradsync-coordinator: no user token: monitoring narrowed "
+                   "from %s to 127.0.0.1:%s\n",
+                   http_listen.c_str(), port.c_str());
+      http_listen = "127.0.0.1:" + port;
+    }
+    auto started = gradsync::StartMonitoring(server->get(), http_listen,
+                                             options.auth.user);
+    if (!started.ok()) {
+      std::fprintf(stderr, "gradsync-coordinator: %s\n",
+                   started.status().ToString().c_str());
+      return 1;
+    }
+    monitoring = std::move(*started);
+    std::fprintf(stderr,
+                 "gradsync-coordinator: monitoring on port %d (/metrics%s)\n",
+                 monitoring->port(),
+                 options.auth.user.empty() ? "" : ", user token required");
+  }
   gradsync::WaitForStopSignal();
   std::fprintf(stderr, "gradsync-coordinator: shutting down\n");
+  if (monitoring) monitoring->Shutdown();
   (*server)->Shutdown();
   return 0;
 }

@@ -1,5 +1,6 @@
 // CoordinatorServer: a running gRPC server with JobService, WorkerService,
-// grpc.health.v1 and server reflection over one Coordinator.
+// grpc.health.v1 and server reflection over one Coordinator; every call is
+// counted and timed in rpc_stats().
 //
 // Start() binds (port 0 picks a free port; see port()). Shutdown() wakes
 // blocked calls, then stops the server; the destructor calls it.
@@ -17,6 +18,7 @@
 #include "coordinator/server/auth.h"
 #include "coordinator/server/call_gate.h"
 #include "coordinator/server/job_service.h"
+#include "coordinator/server/rpc_stats.h"
 #include "coordinator/server/worker_service.h"
 #include "coordinator/wire/tls.h"
 
@@ -50,6 +52,8 @@ class CoordinatorServer {
   // "localhost:<port>", for clients in the same process or host.
   std::string local_address() const;
   Coordinator& coordinator() { return *coordinator_; }
+  SnapshotStore& snapshots() { return *snapshots_; }
+  const RpcStats& rpc_stats() const { return *rpc_stats_; }
   // Calls waiting now (call_gate.h).
   int waiting_calls() const { return waiting_->waiting(); }
 
@@ -64,7 +68,8 @@ class CoordinatorServer {
   std::string snapshot_tmp_dir_;  // removed at destruction (no state dir)
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<Authenticator> auth_;
-  std::unique_ptr<CallGate> waiting_;  // before the services that use it
+  std::unique_ptr<CallGate> waiting_;    // before the services that use it
+  std::unique_ptr<RpcStats> rpc_stats_;  // outlives the server's calls
   std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<grpc::Server> server_;

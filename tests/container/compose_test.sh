@@ -35,7 +35,8 @@
 # Prints its duration and the image size at the end.
 #
 # Environment (defaults): GRADSYNC_TEST_PROJECT (gradsync-ctest),
-# GRADSYNC_TEST_PORT (50151), GRADSYNC_TEST_HEARTBEAT_TIMEOUT (5 s),
+# GRADSYNC_TEST_PORT (50151), GRADSYNC_TEST_HTTP_PORT (9564),
+# GRADSYNC_TEST_HEARTBEAT_TIMEOUT (5 s),
 # GRADSYNC_TEST_MIN_ACCURACY (0.85), GRADSYNC_TEST_DATA (auto|host|container),
 # GRADSYNC_TEST_KEEP=1 leaves the stack up for inspection.
 set -euo pipefail
@@ -78,7 +79,8 @@ log "engine: $("${ENGINE[@]}" --version)"
 
 # The compose file's configuration, for every compose command below.
 export GRADSYNC_IMAGE=$IMAGE GRADSYNC_FETCHER_IMAGE=$FETCHER_IMAGE
-export GRADSYNC_BIND_ADDR=127.0.0.1 GRADSYNC_PORT=$PORT
+HTTP_PORT=${GRADSYNC_TEST_HTTP_PORT:-9564}
+export GRADSYNC_BIND_ADDR=127.0.0.1 GRADSYNC_PORT=$PORT GRADSYNC_HTTP_PORT=$HTTP_PORT
 export GRADSYNC_HEARTBEAT_TIMEOUT=$HB_TIMEOUT GRADSYNC_WORKERS=2
 COMPOSE_FILES=(-f "$COMPOSE_FILE")
 compose() { "${COMPOSE[@]}" -p "$PROJECT" "${COMPOSE_FILES[@]}" "$@"; }
@@ -285,6 +287,21 @@ log "job 1 SUCCEEDED in $(( $(date +%s) - t0 )) s: test accuracy $accuracy; rank
 python3 -c "import sys; sys.exit(0 if $accuracy >= $MIN_ACCURACY else 1)" \
   || fail "job 1 accuracy $accuracy is below $MIN_ACCURACY"
 [ "$ranks" = "0 1" ] || fail "job 1: expected metrics from ranks 0 and 1, got '$ranks'"
+
+# The published monitoring port: Prometheus text with the job, only with
+# the user token.
+metrics_url="http://127.0.0.1:$HTTP_PORT/metrics"
+code=$(python3 -c "import sys, urllib.request, urllib.error
+try: urllib.request.urlopen(sys.argv[1], timeout=10); print(200)
+except urllib.error.HTTPError as e: print(e.code)" "$metrics_url")
+[ "$code" = 401 ] || fail "/metrics without the user token answered $code, not 401"
+metrics=$(python3 -c "import os, sys, urllib.request
+r = urllib.request.Request(sys.argv[1], headers={'Authorization': 'Bearer ' + os.environ['GRADSYNC_TOKEN']})
+print(urllib.request.urlopen(r, timeout=10).read().decode())" "$metrics_url") \
+  || fail "cannot read $metrics_url with the user token"
+echo "$metrics" | grep -q "^gradsync_job_info{job_id=\"$JOB1\".*state=\"SUCCEEDED\"} 1$" \
+  || fail "/metrics does not show job 1 SUCCEEDED: $(echo "$metrics" | grep gradsync_job_info)"
+log "monitoring port $HTTP_PORT: 401 without the token; /metrics shows job 1 SUCCEEDED"
 
 # The coordinator's data root (/data, from the compose file) holds.
 if refused=$(cli submit --name ctest-escape --model fashion_cnn \

@@ -30,7 +30,7 @@ class Cluster:
     secured (TLS, worker certificates, tokens) unless secure=False."""
 
     def __init__(self, bin_dir, work, workers=2, secure=True,
-                 heartbeat_timeout=3, worker_args=()):
+                 heartbeat_timeout=3, worker_args=(), coordinator_args=()):
         self.bin, self.work = bin_dir, work
         self.procs, self.logs = [], []
         self.worker_count = workers
@@ -60,7 +60,9 @@ class Cluster:
         self.coord_args = [
             f"{bin_dir}/gradsync-coordinator", "--state-dir",
             os.path.join(work, "state"), "--heartbeat-timeout",
-            str(heartbeat_timeout)] + security
+            str(heartbeat_timeout)] + security + list(coordinator_args)
+        # With --http-listen: the monitoring port (after the gRPC one).
+        self.http_port = None
         self.coord = self._start_coordinator("127.0.0.1:0")
         self.workers_procs = []
         for i in range(workers):
@@ -78,11 +80,21 @@ class Cluster:
                                  stderr=subprocess.PIPE, text=True,
                                  env=self.coord_env)
         self.procs.append(coord)
+        # Started once it names its port, and its monitoring port with
+        # --http-listen.
+        waiting = {"listening"}
+        if "--http-listen" in self.coord_args:
+            waiting.add("monitoring")
         for line in coord.stderr:
             self.coord_log.write(line)
-            m = re.search(r"listening on port (\d+)", line)
+            m = re.search(r"(listening|monitoring) on port (\d+)", line)
+            if m and m.group(1) == "listening":
+                self.address = f"127.0.0.1:{m.group(2)}"
+            elif m:
+                self.http_port = int(m.group(2))
             if m:
-                self.address = f"127.0.0.1:{m.group(1)}"
+                waiting.discard(m.group(1))
+            if not waiting:
                 break
         else:
             raise AssertionError("the coordinator did not start")
