@@ -18,6 +18,7 @@ constexpr char kExamples[] = R"(Examples:
   gradsync status job-000001 --json
   gradsync watch job-000001
   gradsync model pull job-000001 -o model.pt
+  gradsync plot job-000001 -o curves.png
   source <(gradsync completion bash)
 Global flags (--coordinator, --json, --timeout, --token, --tls-*) go
 before or after the subcommand.)";
@@ -129,6 +130,10 @@ CommandLine::CommandLine()
   model_pull->add_option("--step", model_step, "step (default: latest)")
       ->each([this](const std::string&) { model_step_given = true; });
   model_pull->add_option("-o,--output", model_out, "file to write")->required();
+  CLI::App* plot = app_.add_subcommand(
+      "plot", "draw a job's loss, samples/s and accuracy curves");
+  plot->add_option("job", job_id, "job id")->required();
+  plot->add_option("-o,--output", plot_out, "FILE.png or FILE.csv")->required();
   CLI::App* completion =
       app_.add_subcommand("completion", "print a shell completion script");
   completion->add_option("shell", shell, "bash")

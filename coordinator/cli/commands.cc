@@ -9,10 +9,13 @@
 #include <ostream>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "coordinator/cli/curve_plot.h"
+#include "coordinator/cli/file_output.h"
 #include "coordinator/cli/format.h"
 #include "coordinator/cli/watch_view.h"
 #include "coordinator/client/channel.h"
@@ -200,19 +203,8 @@ int Cli::ModelPull(const std::string& job_id, int64_t step, bool has_step,
       !s.ok()) {
     return Fail(ToGrpcStatus(s));
   }
-  const std::string tmp = out_file + ".part";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!out.flush()) {
-      err_ << "gradsync: cannot write " << tmp << "\n";
-      std::remove(tmp.c_str());
-      return 1;
-    }
-  }
-  if (std::rename(tmp.c_str(), out_file.c_str()) != 0) {
-    err_ << "gradsync: cannot write " << out_file << "\n";
-    std::remove(tmp.c_str());
+  if (absl::Status s = WriteWholeFile(out_file, data); !s.ok()) {
+    err_ << "gradsync: " << s.message() << "\n";
     return 1;
   }
   if (options_.json) {
@@ -222,6 +214,59 @@ int Cli::ModelPull(const std::string& job_id, int64_t step, bool has_step,
          << " (epoch " << meta.epoch() << ", "
          << absl::StrFormat("%.1f MB", meta.size_bytes() / 1e6) << ", sha256 "
          << meta.sha256().substr(0, 12) << ")\n";
+  }
+  return 0;
+}
+
+int Cli::Plot(const std::string& job_id, const std::string& out_file) {
+  const bool png = absl::EndsWith(out_file, ".png");
+  if (!png && !absl::EndsWith(out_file, ".csv")) {
+    err_ << "gradsync: plot writes a .png or a .csv file (got -o " << out_file
+         << ")\n";
+    return 2;
+  }
+  v1::GetJobRequest job_request;
+  job_request.set_job_id(job_id);
+  v1::Job job;
+  grpc::ClientContext job_context;
+  SetDeadline(&job_context);
+  if (grpc::Status s = stub_->GetJob(&job_context, job_request, &job);
+      !s.ok()) {
+    return Fail(s);
+  }
+  v1::GetJobCurvesRequest request;
+  request.set_job_id(job_id);
+  v1::JobCurves curves;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  if (grpc::Status s = stub_->GetJobCurves(&context, request, &curves);
+      !s.ok()) {
+    return Fail(s);
+  }
+  std::string data;
+  if (png) {
+    absl::StatusOr<std::string> drawn = CurvesPng(
+        curves, absl::StrCat(job_id, "  ", job.spec().name(), " (",
+                             job.spec().model(), ", ", job.world_size(),
+                             " ranks, ", JobStateName(job.state()), ")"));
+    if (!drawn.ok()) return Fail(ToGrpcStatus(drawn.status()));
+    data = std::move(*drawn);
+  } else {
+    data = CurvesCsv(curves);
+  }
+  if (absl::Status s = WriteWholeFile(out_file, data); !s.ok()) {
+    err_ << "gradsync: " << s.message() << "\n";
+    return 1;
+  }
+  if (options_.json) {
+    out_ << ToJson(curves) << "\n";
+  } else {
+    out_ << "wrote " << out_file << ": " << job_id << ", "
+         << curves.train_size() << " training points"
+         << (curves.stride() > 1
+                 ? absl::StrCat(" (every ", curves.stride(), "th step)")
+                 : "")
+         << ", " << curves.eval_size() << " evaluation(s)\n";
   }
   return 0;
 }

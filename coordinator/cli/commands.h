@@ -42,6 +42,10 @@ class Cli {
   // (default: the latest), checksum verified, written atomically to FILE.
   int ModelPull(const std::string& job_id, int64_t step, bool has_step,
                 const std::string& out_file);
+  // `gradsync plot JOB -o FILE`: the job's loss, samples/s and accuracy
+  // against step, as a PNG (FILE ends in .png) or CSV (.csv); with --json
+  // the curves are printed too.
+  int Plot(const std::string& job_id, const std::string& out_file);
 
  private:
   void SetDeadline(grpc::ClientContext* context) const;

@@ -126,11 +126,11 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
     spec.set_gradient_compression(*compression);
   }
   if (f.precision) {
-    auto precision = ParseChoice<v1::Precision>(
-        "--precision", *f.precision,
-        {{"32", v1::PRECISION_32},
-         {"bf16-mixed", v1::PRECISION_BF16_MIXED},
-         {"16-mixed", v1::PRECISION_16_MIXED}});
+    auto precision =
+        ParseChoice<v1::Precision>("--precision", *f.precision,
+                                   {{"32", v1::PRECISION_32},
+                                    {"bf16-mixed", v1::PRECISION_BF16_MIXED},
+                                    {"16-mixed", v1::PRECISION_16_MIXED}});
     if (!precision.ok()) return precision.status();
     spec.set_precision(*precision);
   }

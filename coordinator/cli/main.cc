@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
   if (command == "delete") return cli.Delete(job);
   if (command == "workers") return cli.Workers();
   if (command == "model list") return cli.ModelList(job);
+  if (command == "plot") return cli.Plot(job, line.plot_out);
   if (command == "model pull") {
     return cli.ModelPull(job, line.model_step, line.model_step_given,
                          line.model_out);

@@ -32,6 +32,8 @@ const char* OpName(const v1::StoreOp& op) {
       return "wait";
     case v1::StoreOp::kMultiGet:
       return "multi-get";
+    case v1::StoreOp::kSync:
+      return "sync";
     case v1::StoreOp::OP_NOT_SET:
       break;
   }

@@ -111,6 +111,8 @@ class Coordinator {
   // ---- JobService (job_api.cc) ----
   absl::StatusOr<v1::Job> SubmitJob(v1::JobSpec spec);
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
+  // The job's training curve and evaluations (metrics_aggregator.h).
+  absl::StatusOr<v1::JobCurves> GetJobCurves(const std::string& job_id);
   // Jobs newest first, `page_size` of them (0 = kDefaultPageSize, at most
   // kMaxPageSize) after `page_token` (a next_page_token from an earlier
   // page; INVALID_ARGUMENT when it is not one). Pages stay consistent

@@ -116,6 +116,16 @@ absl::StatusOr<v1::Job> Coordinator::GetJob(const std::string& job_id) {
   return Snapshot(**entry);
 }
 
+absl::StatusOr<v1::JobCurves> Coordinator::GetJobCurves(
+    const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<JobEntry*> entry = FindJob(job_id);
+  if (!entry.ok()) return entry.status();
+  v1::JobCurves curves = (*entry)->metrics.Curves();
+  curves.set_job_id(job_id);
+  return curves;
+}
+
 absl::StatusOr<Coordinator::JobPage> Coordinator::ListJobs(
     int page_size, const std::string& page_token) {
   if (page_size < 0) {

@@ -22,6 +22,21 @@ void MetricsAggregator::AddStep(const v1::StepMetrics& step) {
   h.window.push_back(step);
   if (h.window.size() > kWindow) h.window.pop_front();
   ++h.reported;
+  if (step.rank() == 0) {
+    double samples_per_sec = 0;
+    for (const auto& [rank, other] : ranks_) {
+      samples_per_sec += other.last.samples_per_sec();
+    }
+    curve_.Add(step, samples_per_sec);
+  }
+}
+
+v1::JobCurves MetricsAggregator::Curves() const {
+  v1::JobCurves out;
+  out.mutable_train()->Assign(curve_.points().begin(), curve_.points().end());
+  out.set_stride(curve_.stride());
+  out.mutable_eval()->Assign(eval_.begin(), eval_.end());
+  return out;
 }
 
 void MetricsAggregator::AddEval(const v1::EvalMetrics& eval) {

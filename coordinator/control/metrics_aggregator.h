@@ -1,6 +1,7 @@
 // MetricsAggregator: per-rank step metrics of one job attempt and what is
 // derived from them (p50/p99 step time, slowest rank, bounding phase).
-// Keeps the last kWindow steps of each rank.
+// Keeps the last kWindow steps of each rank, and the job's training curve
+// over every attempt (training_curve.h).
 //
 // Not thread-safe: the owner (Coordinator) serialises access.
 #pragma once
@@ -10,6 +11,7 @@
 #include <map>
 #include <vector>
 
+#include "coordinator/control/training_curve.h"
 #include "gradsync/v1/metrics.pb.h"
 
 namespace gradsync {
@@ -20,10 +22,13 @@ class MetricsAggregator {
 
   void AddStep(const v1::StepMetrics& step);
   void AddEval(const v1::EvalMetrics& eval);
-  // Forgets step history (a new attempt); keeps evaluation results.
+  // Forgets step history (a new attempt); keeps evaluation results and the
+  // curve.
   void ResetSteps();
 
   v1::JobMetrics Summary() const;
+  // The training curve and every evaluation (job_id left empty).
+  v1::JobCurves Curves() const;
   // Whether any step was added since construction or ResetSteps().
   bool has_steps() const { return !ranks_.empty(); }
 
@@ -35,6 +40,7 @@ class MetricsAggregator {
   };
   std::map<int, RankHistory> ranks_;
   std::vector<v1::EvalMetrics> eval_;
+  TrainingCurve curve_;
 };
 
 // The q-quantile (0..1) of `values` by nearest rank; 0 for an empty list.

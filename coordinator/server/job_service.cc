@@ -77,6 +77,15 @@ grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* context,
   return Reply(coordinator_->GetJob(request->job_id()), response);
 }
 
+grpc::Status JobServiceImpl::GetJobCurves(
+    grpc::ServerContext* context, const v1::GetJobCurvesRequest* request,
+    v1::JobCurves* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
+  return Reply(coordinator_->GetJobCurves(request->job_id()), response);
+}
+
 grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* context,
                                       const v1::ListJobsRequest* request,
                                       v1::ListJobsResponse* response) {

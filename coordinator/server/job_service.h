@@ -32,6 +32,9 @@ class JobServiceImpl final : public v1::JobService::Service {
   grpc::Status GetJob(grpc::ServerContext* context,
                       const v1::GetJobRequest* request,
                       v1::Job* response) override;
+  grpc::Status GetJobCurves(grpc::ServerContext* context,
+                            const v1::GetJobCurvesRequest* request,
+                            v1::JobCurves* response) override;
   grpc::Status ListJobs(grpc::ServerContext* context,
                         const v1::ListJobsRequest* request,
                         v1::ListJobsResponse* response) override;

@@ -192,7 +192,10 @@ void Run(World& w, uint8_t selector, const uint8_t* data, size_t size) {
     }
     case 1: {
       v1::GetJobRequest r;
-      if (Parse(data, size, &r)) (void)c.GetJob(r.job_id());
+      if (Parse(data, size, &r)) {
+        (void)c.GetJob(r.job_id());
+        (void)c.GetJobCurves(r.job_id());
+      }
       break;
     }
     case 2: {

@@ -151,6 +151,57 @@ TEST_F(CliTest, WorkersListsRegisteredWorkers) {
   EXPECT_NE(r.out.find("IDLE"), std::string::npos) << r.out;
 }
 
+TEST_F(CliTest, PlotWritesTheReportedCurve) {
+  SimWorker w0(cluster_.workers(), "a"), w1(cluster_.workers(), "b");
+  CliRun r = Run([&](cli::Cli& c) { return c.Submit(Flags(2), false); });
+  ASSERT_EQ(r.code, 0) << r.err;
+  SimWorker* rank0 = nullptr;
+  for (SimWorker* w : {&w0, &w1}) {
+    if (w->AwaitAssignment().rank() == 0) rank0 = w;
+  }
+  ASSERT_NE(rank0, nullptr);
+  v1::ReportMetricsRequest report;
+  report.mutable_task()->set_worker_id(rank0->id());
+  report.mutable_task()->set_job_id("job-000001");
+  report.mutable_task()->set_attempt(rank0->task()->attempt());
+  for (int step = 1; step <= 3; ++step) {
+    v1::StepMetrics* s = report.add_steps();
+    s->set_step(step);
+    s->set_loss(1.0 / step);
+    s->set_samples_per_sec(50);
+  }
+  v1::EvalMetrics* eval = report.add_eval();
+  eval->set_accuracy(0.75);
+  v1::ReportMetricsResponse ignored;
+  ASSERT_TRUE(cluster_.workers()
+                  .ReportMetrics(rank0->Context().get(), report, &ignored)
+                  .ok());
+
+  const std::string dir = UniqueTempDir("plot");
+  r = Run([&](cli::Cli& c) { return c.Plot("job-000001", dir + "/c.csv"); });
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("3 training points, 1 evaluation(s)"), std::string::npos)
+      << r.out;
+  std::ifstream csv(dir + "/c.csv");
+  std::string text((std::istreambuf_iterator<char>(csv)),
+                   std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\ntrain,3,0,0.333333,50,\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\neval,3,0,0,,0.75\n"), std::string::npos) << text;
+  r = Run([&](cli::Cli& c) { return c.Plot("job-000001", dir + "/c.png"); });
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream png(dir + "/c.png", std::ios::binary);
+  char magic[8] = {};
+  png.read(magic, 8);
+  EXPECT_EQ(std::string(magic + 1, 3), "PNG");
+
+  r = Run([&](cli::Cli& c) { return c.Plot("job-000001", dir + "/c.jpg"); });
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(".png or a .csv"), std::string::npos) << r.err;
+  r = Run([&](cli::Cli& c) { return c.Plot("job-404", dir + "/d.png"); });
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("NOT_FOUND"), std::string::npos) << r.err;
+}
+
 TEST(CliUnreachableTest, ReportsUnavailable) {
   std::ostringstream out, err;
   cli::CliOptions options;

@@ -42,6 +42,31 @@ TEST(MetricsAggregatorTest, SlowestRankAndBoundingPhase) {
   EXPECT_EQ(s.ranks(0).steps_reported(), 10);
 }
 
+TEST(MetricsAggregatorTest, CurveFollowsRankZeroOverAttempts) {
+  MetricsAggregator m;
+  for (int step = 1; step <= 3; ++step) {
+    v1::StepMetrics r1 = Step(1, 10, 1, 8, 1);
+    r1.set_step(step);
+    m.AddStep(r1);
+    v1::StepMetrics r0 = Step(0, 10, 1, 8, 1);
+    r0.set_step(step);
+    r0.set_loss(1.0 / step);
+    m.AddStep(r0);
+  }
+  v1::EvalMetrics eval;
+  eval.set_accuracy(0.5);
+  m.AddEval(eval);
+  m.ResetSteps();  // a new attempt keeps the curve
+  v1::JobCurves c = m.Curves();
+  ASSERT_EQ(c.train_size(), 3);  // rank 0's steps only
+  EXPECT_EQ(c.train(2).step(), 3);
+  EXPECT_DOUBLE_EQ(c.train(2).loss(), 1.0 / 3);
+  EXPECT_DOUBLE_EQ(c.train(2).samples_per_sec(), 200);  // both ranks
+  EXPECT_EQ(c.stride(), 1);
+  ASSERT_EQ(c.eval_size(), 1);
+  EXPECT_DOUBLE_EQ(c.eval(0).accuracy(), 0.5);
+}
+
 TEST(MetricsAggregatorTest, ComputeIsAveragedInItsParts) {
   MetricsAggregator m;
   v1::StepMetrics a = Step(0, 10, 0, 9, 1);
