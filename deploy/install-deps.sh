@@ -35,6 +35,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev openssl
   # a real Prometheus scrapes the coordinator in tests/integration/prometheus_e2e.py
   prometheus
+  # headless Chromium loads the coordinator's dashboard in tests/integration/dashboard_e2e.py
+  chromium
   # the coordinator fuzzer (tests/fuzz/run_fuzz.sh): clang + libFuzzer
   clang libclang-rt-14-dev
   # Python reference stack (parity tests and benchmarks against PyTorch)

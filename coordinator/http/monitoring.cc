@@ -1,10 +1,65 @@
 #include "coordinator/http/monitoring.h"
 
+#include <google/protobuf/util/json_util.h>
+
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "coordinator/http/coordinator_metrics.h"
+#include "coordinator/http/embedded_files.h"
 
 namespace gradsync {
+namespace {
+
+HttpResponse Json(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  HttpResponse response;
+  response.content_type = "application/json";
+  (void)google::protobuf::util::MessageToJsonString(message, &response.body,
+                                                    options);
+  return response;
+}
+
+// {"error": "..."} with the HTTP status of a failed coordinator call.
+HttpResponse JsonError(const absl::Status& status) {
+  HttpResponse response;
+  response.status = status.code() == absl::StatusCode::kNotFound          ? 404
+                    : status.code() == absl::StatusCode::kInvalidArgument ? 400
+                                                                          : 500;
+  response.content_type = "application/json";
+  std::string message(status.message());
+  std::string escaped;
+  for (char c : message) {
+    if (c == '"' || c == '\\') escaped += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) escaped += c;
+  }
+  response.body = absl::StrCat("{\"error\":\"", escaped, "\"}");
+  return response;
+}
+
+template <typename T>
+HttpResponse JsonOr(const absl::StatusOr<T>& result) {
+  return result.ok() ? Json(*result) : JsonError(result.status());
+}
+
+HttpResponse File(const std::string& path) {
+  for (const EmbeddedFile& f : EmbeddedFiles()) {
+    if (path != f.path) continue;
+    HttpResponse response;
+    response.content_type =
+        absl::EndsWith(path, ".html") ? "text/html; charset=utf-8"
+        : absl::EndsWith(path, ".js") ? "text/javascript; charset=utf-8"
+                                      : "text/css; charset=utf-8";
+    response.body = f.content;
+    return response;
+  }
+  return {404, "text/plain; charset=utf-8", "no such file\n"};
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpServer>> StartMonitoring(
     CoordinatorServer* server, const std::string& address,
@@ -12,12 +67,43 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartMonitoring(
   HttpServerOptions options;
   options.address = address;
   options.token = user_token;
+  Coordinator* coordinator = &server->coordinator();
   options.routes.emplace_back("/metrics", [server](const HttpRequest&) {
     HttpResponse response;
     response.content_type = "text/plain; version=0.0.4; charset=utf-8";
     response.body = RenderMetrics(CollectMetricsView(*server));
     return response;
   });
+  options.routes.emplace_back(
+      "/", [](const HttpRequest&) { return File("index.html"); });
+  options.routes.emplace_back(
+      R"(/(dashboard\.(?:js|css)))",
+      [](const HttpRequest& request) { return File(request.groups[0]); });
+  options.routes.emplace_back("/api/jobs", [coordinator](const HttpRequest&) {
+    absl::StatusOr<Coordinator::JobPage> page = coordinator->ListJobs(0, "");
+    if (!page.ok()) return JsonError(page.status());
+    v1::ListJobsResponse response;
+    for (v1::Job& job : page->jobs) *response.add_jobs() = std::move(job);
+    response.set_next_page_token(page->next_page_token);
+    return Json(response);
+  });
+  options.routes.emplace_back(
+      "/api/workers", [coordinator](const HttpRequest&) {
+        v1::ListWorkersResponse response;
+        for (v1::WorkerInfo& w : coordinator->ListWorkers()) {
+          *response.add_workers() = std::move(w);
+        }
+        return Json(response);
+      });
+  options.routes.emplace_back(
+      "/api/jobs/([A-Za-z0-9_-]+)", [coordinator](const HttpRequest& request) {
+        return JsonOr(coordinator->GetJob(request.groups[0]));
+      });
+  options.routes.emplace_back(
+      "/api/jobs/([A-Za-z0-9_-]+)/curves",
+      [coordinator](const HttpRequest& request) {
+        return JsonOr(coordinator->GetJobCurves(request.groups[0]));
+      });
   return HttpServer::Start(std::move(options));
 }
 

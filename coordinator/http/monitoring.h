@@ -1,7 +1,14 @@
 // The coordinator's monitoring port: an HttpServer (http_server.h) over a
 // running CoordinatorServer serving
-//   /metrics   the Prometheus text format (coordinator_metrics.h)
-// guarded by the user token when one is set.
+//   /metrics                 the Prometheus text format
+//                            (coordinator_metrics.h)
+//   /                        the dashboard (dashboard/: page, script, style)
+//   /api/jobs                the newest 100 jobs (ListJobsResponse, JSON)
+//   /api/workers             ListWorkersResponse
+//   /api/jobs/ID             a Job; 404 {"error": ...} when unknown
+//   /api/jobs/ID/curves      its JobCurves
+// (JSON as the CLI's --json prints it), guarded by the user token when one
+// is set.
 // Thread safety: as HttpServer; the server must outlive the result.
 #pragma once
 

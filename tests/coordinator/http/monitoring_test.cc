@@ -74,6 +74,50 @@ TEST(MonitoringTest, MetricsShowJobsWorkersAndCalls) {
   EXPECT_EQ(Get((*monitoring)->port(), "/nothing-here")->status, 404);
 }
 
+TEST(MonitoringTest, DashboardAndItsJsonApi) {
+  TestCluster cluster;
+  SimWorker worker(cluster.workers(), "host-a");
+  v1::Job job = cluster.Submit(cluster.Spec(2));
+  auto monitoring = StartMonitoring(&cluster.server(), "127.0.0.1:0", "");
+  ASSERT_TRUE(monitoring.ok()) << monitoring.status();
+  const int port = (*monitoring)->port();
+
+  httplib::Result res = Get(port, "/");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_NE(res->body.find("<script src=\"dashboard.js\">"), std::string::npos);
+  res = Get(port, "/dashboard.js");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->get_header_value("Content-Type"),
+            "text/javascript; charset=utf-8");
+  EXPECT_NE(res->body.find("/api/jobs"), std::string::npos);
+  EXPECT_EQ(Get(port, "/dashboard.css")->status, 200);
+  EXPECT_EQ(Get(port, "/other.js")->status, 404);
+
+  res = Get(port, "/api/jobs");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+  EXPECT_NE(res->body.find("\"id\":\"" + job.id() + "\""), std::string::npos)
+      << res->body;
+  res = Get(port, "/api/workers");
+  EXPECT_NE(res->body.find("\"worker_id\":\"" + worker.id() + "\""),
+            std::string::npos)
+      << res->body;
+  res = Get(port, "/api/jobs/" + job.id());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_NE(res->body.find("\"state\":\"JOB_STATE_PENDING\""),
+            std::string::npos);
+  res = Get(port, "/api/jobs/" + job.id() + "/curves");
+  EXPECT_EQ(res->status, 200);
+  EXPECT_NE(res->body.find("\"job_id\":\"" + job.id() + "\""),
+            std::string::npos)
+      << res->body;
+  res = Get(port, "/api/jobs/job-999");
+  EXPECT_EQ(res->status, 404);
+  EXPECT_EQ(res->body, "{\"error\":\"job 'job-999' not found\"}");
+}
+
 TEST(MonitoringTest, UserTokenGuardsThePages) {
   TestCluster cluster;
   auto monitoring =
