@@ -129,21 +129,26 @@ void WriteJobs(const MetricsView& view, PrometheusText& out) {
     if (phase.empty()) continue;
     out.Sample({{"job_id", job.id()}, {"phase", phase}}, 1);
   }
-  out.Family("gradsync_job_eval_accuracy", "gauge",
-             "Evaluation accuracy (0..1) after the job's latest evaluated "
-             "epoch.");
-  for (const v1::Job& job : view.jobs) {
-    if (const v1::EvalMetrics* e = LatestEval(job)) {
-      out.Sample({{"job_id", job.id()}, {"epoch", absl::StrCat(e->epoch())}},
-                 e->accuracy());
-    }
-  }
-  out.Family("gradsync_job_eval_loss", "gauge",
-             "Evaluation loss after the job's latest evaluated epoch.");
-  for (const v1::Job& job : view.jobs) {
-    if (const v1::EvalMetrics* e = LatestEval(job)) {
-      out.Sample({{"job_id", job.id()}, {"epoch", absl::StrCat(e->epoch())}},
-                 e->loss());
+  struct EvalGauge {
+    const char* name;
+    const char* help;
+    double (*value)(const v1::EvalMetrics&);
+  };
+  const EvalGauge evals[] = {
+      {"gradsync_job_eval_accuracy",
+       "Evaluation accuracy (0..1) after the job's latest evaluated epoch.",
+       [](const v1::EvalMetrics& e) { return e.accuracy(); }},
+      {"gradsync_job_eval_loss",
+       "Evaluation loss after the job's latest evaluated epoch.",
+       [](const v1::EvalMetrics& e) { return e.loss(); }},
+  };
+  for (const EvalGauge& g : evals) {
+    out.Family(g.name, "gauge", g.help);
+    for (const v1::Job& job : view.jobs) {
+      if (const v1::EvalMetrics* e = LatestEval(job)) {
+        out.Sample({{"job_id", job.id()}, {"epoch", absl::StrCat(e->epoch())}},
+                   g.value(*e));
+      }
     }
   }
   out.Family("gradsync_job_snapshot_bytes", "gauge",
