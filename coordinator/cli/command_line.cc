@@ -19,6 +19,7 @@ constexpr char kExamples[] = R"(Examples:
   gradsync watch job-000001
   gradsync model pull job-000001 -o model.pt
   gradsync plot job-000001 -o curves.png
+  gradsync logs job-000001 --rank 1 -f
   source <(gradsync completion bash)
 Global flags (--coordinator, --json, --timeout, --token, --tls-*) go
 before or after the subcommand.)";
@@ -134,6 +135,14 @@ CommandLine::CommandLine()
       "plot", "draw a job's loss, samples/s and accuracy curves");
   plot->add_option("job", job_id, "job id")->required();
   plot->add_option("-o,--output", plot_out, "FILE.png or FILE.csv")->required();
+  CLI::App* logs = app_.add_subcommand(
+      "logs", "print the log lines of a job's ranks (every attempt)");
+  logs->add_option("job", job_id, "job id")->required();
+  logs->add_option("--rank,-r", log_rank, "only this rank")
+      ->check(CLI::NonNegativeNumber);
+  logs->add_flag("--follow,-f", follow,
+                 "keep printing new lines until the "
+                 "job ends");
   CLI::App* completion =
       app_.add_subcommand("completion", "print a shell completion script");
   completion->add_option("shell", shell, "bash")

@@ -52,8 +52,10 @@ class CommandLine {
   int64_t model_step = -1;
   bool model_step_given = false;
   std::string model_out;
-  std::string plot_out;  // plot -o FILE
-  std::string shell;     // completion SHELL
+  std::string plot_out;         // plot -o FILE
+  std::optional<int> log_rank;  // logs --rank R
+  bool follow = false;          // logs -f
+  std::string shell;            // completion SHELL
 
   const TokenFlags& token() const { return token_; }
   const ClientTlsFlags& tls() const { return tls_; }

@@ -92,7 +92,68 @@ int Cli::Status(const std::string& job_id) {
   grpc::Status s = stub_->GetJob(&context, request, &job);
   if (!s.ok()) return Fail(s);
   out_ << (options_.json ? ToJson(job) + "\n" : FormatJobDetail(job, NowMs()));
+  // A failed job: why, in the words of the rank that failed it.
+  const v1::AttemptRecord* last = job.attempts_size() > 0
+                                      ? &job.attempts(job.attempts_size() - 1)
+                                      : nullptr;
+  if (!options_.json && job.state() == v1::JOB_STATE_FAILED &&
+      last != nullptr && last->has_failed_rank()) {
+    constexpr int kTail = 10;
+    v1::GetJobLogsRequest logs_request;
+    logs_request.set_job_id(job_id);
+    logs_request.set_rank(last->failed_rank());
+    logs_request.set_max_lines(kTail);
+    v1::GetJobLogsResponse logs;
+    if (ReadLogs(logs_request, &logs).ok() && logs.lines_size() > 0) {
+      out_ << "Last log lines of rank " << last->failed_rank()
+           << " (gradsync logs " << job_id << " --rank " << last->failed_rank()
+           << "):\n";
+      for (const v1::LogEntry& line : logs.lines()) {
+        out_ << "  " << FormatLogLine(line);
+      }
+    }
+  }
   return 0;
+}
+
+grpc::Status Cli::ReadLogs(const v1::GetJobLogsRequest& request,
+                           v1::GetJobLogsResponse* response) const {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  return stub_->GetJobLogs(&context, request, response);
+}
+
+int Cli::Logs(const std::string& job_id, std::optional<int> rank, bool follow,
+              absl::Duration poll) {
+  v1::GetJobLogsRequest request;
+  request.set_job_id(job_id);
+  if (rank) request.set_rank(*rank);
+  int64_t dropped = 0;
+  while (true) {
+    v1::GetJobLogsResponse response;
+    if (grpc::Status s = ReadLogs(request, &response); !s.ok()) return Fail(s);
+    if (options_.json) {
+      if (response.lines_size() > 0) out_ << ToJson(response) << "\n";
+    } else {
+      if (response.dropped() > dropped) {
+        out_ << "(" << response.dropped() - dropped
+             << " older line(s) dropped: the coordinator keeps the newest "
+                "1,000 per rank)\n";
+      }
+      for (const v1::LogEntry& line : response.lines()) {
+        out_ << FormatLogLine(line);
+      }
+    }
+    out_.flush();
+    dropped = response.dropped();
+    request.set_after_seq(response.next_seq());
+    // Done: not following, or the job ended and nothing new came.
+    if (!follow ||
+        (IsTerminal(response.state()) && response.lines_size() == 0)) {
+      return 0;
+    }
+    if (response.lines_size() == 0) absl::SleepFor(poll);
+  }
 }
 
 int Cli::List(int limit) {

@@ -7,8 +7,10 @@
 
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "absl/time/time.h"
 #include "coordinator/cli/job_flags.h"
 #include "coordinator/wire/tls.h"
 #include "gradsync/v1/job_service.grpc.pb.h"
@@ -46,9 +48,17 @@ class Cli {
   // against step, as a PNG (FILE ends in .png) or CSV (.csv); with --json
   // the curves are printed too.
   int Plot(const std::string& job_id, const std::string& out_file);
+  // `gradsync logs JOB [--rank R] [-f]`: the log lines the job's ranks
+  // shipped, oldest first; with `follow`, new lines as they come until the
+  // job has ended (polling every `poll`).
+  int Logs(const std::string& job_id, std::optional<int> rank, bool follow,
+           absl::Duration poll = absl::Seconds(1));
 
  private:
   void SetDeadline(grpc::ClientContext* context) const;
+  // One GetJobLogs call.
+  grpc::Status ReadLogs(const v1::GetJobLogsRequest& request,
+                        v1::GetJobLogsResponse* response) const;
   int Fail(const grpc::Status& status) const;
 
   std::shared_ptr<v1::JobService::StubInterface> stub_;

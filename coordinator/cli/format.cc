@@ -243,6 +243,14 @@ std::string FormatJobDetail(const v1::Job& job, int64_t now_ms) {
   return TerminalSafe(out);
 }
 
+std::string FormatLogLine(const v1::LogEntry& line) {
+  return absl::StrCat("[rank ", line.rank(),
+                      line.attempt() > 1
+                          ? absl::StrCat(", attempt ", line.attempt())
+                          : std::string(),
+                      "] ", line.text(), "\n");
+}
+
 std::string FormatSnapshotTable(const std::vector<v1::SnapshotMeta>& snapshots,
                                 int64_t now_ms) {
   std::vector<std::vector<std::string>> rows = {

@@ -33,6 +33,9 @@ std::string ProgressBar(double fraction, int width);
 std::string FormatJobTable(const std::vector<v1::Job>& jobs, int64_t now_ms);
 // Every detail of one job: spec, ranks, metrics, evaluation, transitions.
 std::string FormatJobDetail(const v1::Job& job, int64_t now_ms);
+// One line of a job's log: "[rank R] text", with the attempt when it is
+// not the first ("[rank R, attempt A] text").
+std::string FormatLogLine(const v1::LogEntry& line);
 // Table of workers: ID, HOST, STATE, JOB, RANK, STEP, HEARTBEAT, DEVICES.
 // `gradsync model list`: step, epoch, accuracy, size, age, checksum.
 std::string FormatSnapshotTable(const std::vector<v1::SnapshotMeta>& snapshots,

@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
   if (command == "workers") return cli.Workers();
   if (command == "model list") return cli.ModelList(job);
   if (command == "plot") return cli.Plot(job, line.plot_out);
+  if (command == "logs") return cli.Logs(job, line.log_rank, line.follow);
   if (command == "model pull") {
     return cli.ModelPull(job, line.model_step, line.model_step_given,
                          line.model_out);

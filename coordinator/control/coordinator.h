@@ -38,6 +38,7 @@
 #include "coordinator/control/barrier.h"
 #include "coordinator/control/event_log.h"
 #include "coordinator/control/gpu_placement.h"
+#include "coordinator/control/job_logs.h"
 #include "coordinator/control/metrics_aggregator.h"
 #include "coordinator/control/port_allocator.h"
 #include "coordinator/persist/job_persister.h"
@@ -113,6 +114,9 @@ class Coordinator {
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
   // The job's training curve and evaluations (metrics_aggregator.h).
   absl::StatusOr<v1::JobCurves> GetJobCurves(const std::string& job_id);
+  // The job's log lines (job_logs.h; GetJobLogsRequest's fields).
+  absl::StatusOr<v1::GetJobLogsResponse> GetJobLogs(
+      const v1::GetJobLogsRequest& request);
   // Jobs newest first, `page_size` of them (0 = kDefaultPageSize, at most
   // kMaxPageSize) after `page_token` (a next_page_token from an earlier
   // page; INVALID_ARGUMENT when it is not one). Pages stay consistent
@@ -174,6 +178,7 @@ class Coordinator {
     int64_t queue_seq = 0;  // submission order
     std::shared_ptr<EventLog> events = std::make_shared<EventLog>();
     MetricsAggregator metrics;
+    JobLogs logs;
     std::shared_ptr<MemoryStore> store;
     std::shared_ptr<BarrierTable> barriers;
     std::set<int> joined;     // ranks that acknowledged the assignment

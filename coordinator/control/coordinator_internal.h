@@ -30,6 +30,8 @@ inline constexpr size_t kMaxNameBytes = 256;
 inline constexpr absl::Duration kIdleRescheduleGap = absl::Milliseconds(20);
 // Evaluation records in one metrics report.
 inline constexpr int kMaxEvalPerReport = 64;
+// Log lines one ReportMetrics may carry.
+inline constexpr int kMaxLogLinesPerReport = 10000;
 
 inline int64_t UnixMs(absl::Time t) { return absl::ToUnixMillis(t); }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "coordinator/control/coordinator.h"
 #include "coordinator/control/coordinator_internal.h"
+#include "coordinator/control/job_state.h"
 
 namespace gradsync {
 
@@ -53,6 +54,10 @@ void Coordinator::SweepDeadWorkers(absl::Time now) {
           FormatSeconds(options_.heartbeat_timeout), "); last step ",
           w.info.step(), ", epoch ", w.info.epoch() + 1);
       if (!AttemptOver(entry.job, w.attempt)) {
+        if (v1::AttemptRecord* a =
+                FindAttemptRecord(entry.job, entry.job.attempt())) {
+          a->set_failed_rank(w.rank);
+        }
         FailAttempt(entry, death, w.info.worker_id());
       } else {
         NoteLateDeath(entry, w.attempt, death);

@@ -2,6 +2,7 @@
 // counts), get, list, cancel, events, workers.
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -124,6 +125,27 @@ absl::StatusOr<v1::JobCurves> Coordinator::GetJobCurves(
   v1::JobCurves curves = (*entry)->metrics.Curves();
   curves.set_job_id(job_id);
   return curves;
+}
+
+absl::StatusOr<v1::GetJobLogsResponse> Coordinator::GetJobLogs(
+    const v1::GetJobLogsRequest& request) {
+  if (request.after_seq() < 0 || request.max_lines() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("after_seq and max_lines must be >= 0 (got ",
+                     request.after_seq(), " and ", request.max_lines(), ")"));
+  }
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<JobEntry*> entry = FindJob(request.job_id());
+  if (!entry.ok()) return entry.status();
+  JobLogs::Page page = (*entry)->logs.Read(
+      request.has_rank() ? std::optional<int>(request.rank()) : std::nullopt,
+      request.after_seq(), request.max_lines());
+  v1::GetJobLogsResponse response;
+  response.mutable_lines()->Assign(page.lines.begin(), page.lines.end());
+  response.set_next_seq(page.next_seq);
+  response.set_dropped(page.dropped);
+  response.set_state((*entry)->job.state());
+  return response;
 }
 
 absl::StatusOr<Coordinator::JobPage> Coordinator::ListJobs(

@@ -372,6 +372,20 @@ absl::Status Coordinator::ReportMetrics(
                        entry.job.world_size(), ")"));
     }
   }
+  if (request.logs_size() > coordinator_internal::kMaxLogLinesPerReport ||
+      request.logs_dropped() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "report metrics: ", request.logs_size(), " log lines (at most ",
+        coordinator_internal::kMaxLogLinesPerReport, ") and ",
+        request.logs_dropped(), " dropped (must be >= 0)"));
+  }
+  if ((request.logs_size() > 0 || request.logs_dropped() > 0) &&
+      (request.task().rank() < 0 ||
+       request.task().rank() >= entry.job.world_size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "report metrics: log lines of rank ", request.task().rank(),
+        ", outside [0, ", entry.job.world_size(), ")"));
+  }
   for (const v1::CheckpointCommit& commit : request.checkpoints()) {
     if (commit.path().empty() || commit.step() < 0 || commit.epoch() < 0 ||
         commit.epoch() > entry.job.spec().epochs() ||
@@ -389,6 +403,10 @@ absl::Status Coordinator::ReportMetrics(
   for (const v1::EvalMetrics& eval : request.eval()) {
     entry.metrics.AddEval(eval);
   }
+  for (const v1::LogLine& line : request.logs()) {
+    entry.logs.Append(request.task().rank(), request.task().attempt(), line);
+  }
+  entry.logs.CountDropped(request.task().rank(), request.logs_dropped());
   // One summary per report, attached to its last event.
   const v1::JobMetrics summary = entry.metrics.Summary();
   const int total = request.steps_size() + request.eval_size();
@@ -441,6 +459,10 @@ absl::Status Coordinator::CompleteTask(const v1::CompleteTaskRequest& request) {
   JobEntry& entry = **attempt;
   const int world = entry.job.world_size();
   if (!request.success()) {
+    if (v1::AttemptRecord* a =
+            FindAttemptRecord(entry.job, entry.job.attempt())) {
+      a->set_failed_rank(request.task().rank());
+    }
     FailAttempt(entry,
                 absl::StrCat(DescribeRank(entry, request.task().rank()),
                              " failed at step ", w.info.step(), ": ",

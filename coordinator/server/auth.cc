@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "coordinator/wire/secrets.h"
 
@@ -53,6 +54,18 @@ grpc::Status Authenticator::Check(const grpc::ServerContextBase& context,
                                      " token (", how, ")"));
   }
   return grpc::Status::OK;
+}
+
+}  // namespace gradsync
+
+namespace gradsync {
+
+std::string Authenticator::Redact(std::string text) const {
+  for (const std::string* token : {&tokens_.user, &tokens_.worker}) {
+    if (token->empty()) continue;
+    text = absl::StrReplaceAll(text, {{*token, "[redacted]"}});
+  }
+  return text;
 }
 
 }  // namespace gradsync

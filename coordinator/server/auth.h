@@ -42,6 +42,9 @@ class Authenticator {
   // UNAUTHENTICATED saying what was missing or wrong and what the role
   // needs.
   grpc::Status Check(const grpc::ServerContextBase& context, Role role) const;
+  // `text` with every occurrence of either token replaced by
+  // "[redacted]" (for text a caller sent that others will read: logs).
+  std::string Redact(std::string text) const;
 
  private:
   const AuthTokens tokens_;

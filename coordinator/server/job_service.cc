@@ -86,6 +86,15 @@ grpc::Status JobServiceImpl::GetJobCurves(
   return Reply(coordinator_->GetJobCurves(request->job_id()), response);
 }
 
+grpc::Status JobServiceImpl::GetJobLogs(grpc::ServerContext* context,
+                                        const v1::GetJobLogsRequest* request,
+                                        v1::GetJobLogsResponse* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
+  return Reply(coordinator_->GetJobLogs(*request), response);
+}
+
 grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* context,
                                       const v1::ListJobsRequest* request,
                                       v1::ListJobsResponse* response) {

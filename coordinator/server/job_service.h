@@ -35,6 +35,9 @@ class JobServiceImpl final : public v1::JobService::Service {
   grpc::Status GetJobCurves(grpc::ServerContext* context,
                             const v1::GetJobCurvesRequest* request,
                             v1::JobCurves* response) override;
+  grpc::Status GetJobLogs(grpc::ServerContext* context,
+                          const v1::GetJobLogsRequest* request,
+                          v1::GetJobLogsResponse* response) override;
   grpc::Status ListJobs(grpc::ServerContext* context,
                         const v1::ListJobsRequest* request,
                         v1::ListJobsResponse* response) override;

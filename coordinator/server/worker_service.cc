@@ -95,6 +95,10 @@ grpc::Status WorkerServiceImpl::ReportMetrics(
   if (request->eval_size() > 0 || request->checkpoints_size() > 0) {
     ranks.insert(0);
   }
+  // Log lines are the task's rank's.
+  if (request->logs_size() > 0 || request->logs_dropped() > 0) {
+    ranks.insert(request->task().rank());
+  }
   if (ranks.size() > 1) {
     return grpc::Status(
         grpc::StatusCode::PERMISSION_DENIED,
@@ -107,7 +111,16 @@ grpc::Status WorkerServiceImpl::ReportMetrics(
       !s.ok()) {
     return s;
   }
-  return ToGrpcStatus(coordinator_->ReportMetrics(*request));
+  if (request->logs_size() == 0) {
+    return ToGrpcStatus(coordinator_->ReportMetrics(*request));
+  }
+  // A worker redacts its secrets; the coordinator's tokens never reach a
+  // reader of the logs either way.
+  v1::ReportMetricsRequest redacted = *request;
+  for (v1::LogLine& line : *redacted.mutable_logs()) {
+    line.set_text(auth_->Redact(line.text()));
+  }
+  return ToGrpcStatus(coordinator_->ReportMetrics(redacted));
 }
 
 grpc::Status WorkerServiceImpl::CompleteTask(

@@ -195,6 +195,9 @@ void Run(World& w, uint8_t selector, const uint8_t* data, size_t size) {
       if (Parse(data, size, &r)) {
         (void)c.GetJob(r.job_id());
         (void)c.GetJobCurves(r.job_id());
+        v1::GetJobLogsRequest logs;
+        logs.set_job_id(r.job_id());
+        (void)c.GetJobLogs(logs);
       }
       break;
     }

@@ -14,7 +14,11 @@ Fashion-MNIST), each with its outcome, reason text and detection time:
    and SUCCEEDS; after SIGCONT the stopped worker registers again, idle.
 3. SIGKILL with min_workers 2 and no spare: the job FAILS with a reason
    naming the rank, its host and step.
-4. The coordinator is killed (SIGKILL) mid-run and restarted 3 s later on
+4. Both ranks fail with an error (a checkpoint directory outside the
+   workers' --checkpoint-root), no restarts: the job FAILS, and
+   `gradsync logs JOB --rank R` and `gradsync status` show the error line
+   the failed rank shipped.
+5. The coordinator is killed (SIGKILL) mid-run and restarted 3 s later on
    the same port and state: training goes on meanwhile, the workers
    re-register with their tasks, the job SUCCEEDS without a restart, a
    `gradsync watch` started before the crash follows it to the end, and no
@@ -215,6 +219,31 @@ def kill_without_spare(cluster, subset):
     assert "step" in done["message"], done["message"]
 
 
+def failed_rank_logs(cluster, subset):
+    """A job whose ranks fail on purpose (a checkpoint directory outside the
+    workers' --checkpoint-root): `gradsync logs` and `status` show the
+    error line the failed rank shipped."""
+    job = json.loads(cluster.cli(
+        "--json", "submit", "--name", "error", "--dataset", subset,
+        "--model", "fashion_cnn", "--batch-size", "50", "-n", "2",
+        "--max-restarts", "0", "--checkpoint-dir",
+        "/gradsync-not-under-the-root/ckpt").stdout)
+    watch = cluster.cli("watch", job["id"], timeout=120, check=False)
+    done = status(cluster, job["id"])
+    assert watch.returncode != 0 and done["state"] == "JOB_STATE_FAILED", done
+    failed = done["attempts"][-1]["failed_rank"]
+    logs = cluster.cli("logs", job["id"], "--rank", str(failed)).stdout
+    error = [line for line in logs.splitlines() if " failed: " in line]
+    assert len(error) == 1, logs
+    assert error[0].startswith(f"[rank {failed}] job {job['id']} rank {failed} "
+                               "failed: PERMISSION_DENIED"), error
+    assert "checkpoint" in error[0], error
+    detail = cluster.cli("status", job["id"]).stdout
+    assert f"Last log lines of rank {failed}" in detail, detail
+    assert error[0] in detail, detail
+    print(f"failures: a rank failed on purpose; gradsync logs shows: {error[0]}")
+
+
 def coordinator_restart(cluster, subset):
     job = submit(cluster, subset, "restart", "-n", "2")
     watcher = subprocess.Popen(
@@ -269,6 +298,7 @@ def main():
     for name, scenario in (("kill", kill_and_recover),
                            ("stop", stop_and_recover),
                            ("fatal", kill_without_spare),
+                           ("error", failed_rank_logs),
                            ("restart", coordinator_restart)):
         run = os.path.join(work, name)
         os.makedirs(os.path.join(run, "trace"))
@@ -288,7 +318,7 @@ def main():
             raise
         finally:
             cluster.stop()
-    print("failures: 4 passed, 0 failed" if ok else "failures: FAILED")
+    print("failures: 5 passed, 0 failed" if ok else "failures: FAILED")
     return 0 if ok else 1
 
 

@@ -37,12 +37,24 @@ void MetricsBuffer::Add(v1::CheckpointCommit commit) {
   checkpoints_.push_back(std::move(commit));
 }
 
+void MetricsBuffer::Add(v1::LogLine line) {
+  absl::MutexLock lock(&mu_);
+  logs_.push_back(std::move(line));
+  DropOldLogs();
+}
+
 bool MetricsBuffer::TakeInto(v1::ReportMetricsRequest* request) {
   absl::MutexLock lock(&mu_);
-  if (steps_.empty() && evals_.empty() && checkpoints_.empty()) return false;
+  if (steps_.empty() && evals_.empty() && checkpoints_.empty() &&
+      logs_.empty() && logs_dropped_ == 0) {
+    return false;
+  }
   MoveAll(steps_, request->mutable_steps());
   MoveAll(evals_, request->mutable_eval());
   MoveAll(checkpoints_, request->mutable_checkpoints());
+  MoveAll(logs_, request->mutable_logs());
+  request->set_logs_dropped(logs_dropped_);
+  logs_dropped_ = 0;
   return true;
 }
 
@@ -51,7 +63,11 @@ void MetricsBuffer::PutBack(v1::ReportMetricsRequest* request) {
   MoveToFront(request->mutable_steps(), steps_);
   MoveToFront(request->mutable_eval(), evals_);
   MoveToFront(request->mutable_checkpoints(), checkpoints_);
+  MoveToFront(request->mutable_logs(), logs_);
+  logs_dropped_ += request->logs_dropped();
+  request->set_logs_dropped(0);
   DropOldSteps();
+  DropOldLogs();
 }
 
 size_t MetricsBuffer::steps() const {
@@ -62,6 +78,14 @@ size_t MetricsBuffer::steps() const {
 void MetricsBuffer::DropOldSteps() {
   if (steps_.size() > kMaxSteps) {
     steps_.erase(steps_.begin(), steps_.end() - kMaxSteps);
+  }
+}
+
+void MetricsBuffer::DropOldLogs() {
+  if (logs_.size() > kMaxLogLines) {
+    const size_t drop = logs_.size() - kMaxLogLines;
+    logs_.erase(logs_.begin(), logs_.begin() + drop);
+    logs_dropped_ += static_cast<int64_t>(drop);
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "coordinator/client/remote_store.h"
 #include "coordinator/wire/grpc_status.h"
@@ -73,15 +74,15 @@ absl::Status Task::Retry(const std::string& what,
   while (Retryable(s) && !cancel_ && absl::Now() < give_up &&
          !agent_stop_.HasBeenNotified()) {
     if (!logged) {
-      AgentLog(absl::StrCat(what, ": ", s.message(), "; retrying for up to ",
-                            absl::FormatDuration(kRetryFor)));
+      Log(absl::StrCat(what, ": ", s.message(), "; retrying for up to ",
+                       absl::FormatDuration(kRetryFor)));
       logged = true;
     }
     agent_stop_.WaitForNotificationWithTimeout(backoff);
     backoff = std::min(backoff * 2, absl::Seconds(5));
     s = call();
   }
-  if (logged && s.ok()) AgentLog(absl::StrCat(what, ": done after retrying"));
+  if (logged && s.ok()) Log(absl::StrCat(what, ": done after retrying"));
   return s;
 }
 
@@ -97,8 +98,8 @@ absl::Status Task::FlushMetrics() {
     return s;
   }
   if (!metrics_failing_) {
-    AgentLog(absl::StrCat("metrics not reported: ", s.message(),
-                          Retryable(s) ? " (kept; will retry)" : ""));
+    Log(absl::StrCat("metrics not reported: ", s.message(),
+                     Retryable(s) ? " (kept; will retry)" : ""));
     metrics_failing_ = true;
   }
   if (!Retryable(s)) return s;  // the attempt is over
@@ -150,11 +151,25 @@ absl::StatusOr<std::vector<char>> Task::DownloadSnapshot() {
         absl::StrCat("download snapshot of step ", a.resume_snapshot_step(),
                      ": ", status.message()));
   }
-  AgentLog(absl::StrFormat(
+  Log(absl::StrFormat(
       "%s resumes from the coordinator's snapshot of %s step "
       "%d (%.1f MB)",
       a.job_id(), meta.job_id(), meta.step(), data.size() / 1e6));
   return std::vector<char>(data.begin(), data.end());
+}
+
+void Task::Log(const std::string& line) {
+  // The worker's own key never leaves it in a log line (the coordinator
+  // also redacts its tokens).
+  std::string text =
+      worker_key_.empty()
+          ? line
+          : absl::StrReplaceAll(line, {{worker_key_, "[redacted]"}});
+  AgentLog(text);
+  v1::LogLine entry;
+  entry.set_time_unix_ms(absl::ToUnixMillis(absl::Now()));
+  entry.set_text(std::move(text));
+  metrics_.Add(std::move(entry));
 }
 
 absl::Status Task::ConfineCheckpointPaths(TrainSpec& spec) const {
@@ -260,7 +275,7 @@ void Task::Run() {
     const int log_every = options_.log_every;
     c.on_step = [this, log_every](const StepReport& m) {
       if (log_every > 0 && m.step % log_every == 0) {
-        AgentLog(absl::StrFormat(
+        Log(absl::StrFormat(
             "%s rank %d epoch %d step %d/%d loss %.4f %.0f samples/s (data "
             "%.1f ms, compute %.1f ms, all-reduce %.1f ms exposed)",
             assignment_.job_id(), m.rank, m.epoch + 1,
@@ -278,12 +293,12 @@ void Task::Run() {
         absl::Status up = UploadSnapshot(commit);
         commit.set_uploaded(up.ok());
         if (!up.ok()) {
-          AgentLog(absl::StrCat(
+          Log(absl::StrCat(
               "snapshot of step ", commit.step(),
               " not uploaded (restarts need the file path): ", up.ToString()));
         }
       }
-      AgentLog(absl::StrFormat(
+      Log(absl::StrFormat(
           "%s checkpoint %s%s commits through epoch %d batch %d (step %d)",
           assignment_.job_id(), commit.path(),
           commit.uploaded() ? " (uploaded)" : "", commit.epoch() + 1,
@@ -295,9 +310,9 @@ void Task::Run() {
     }
     c.on_eval = [this](const EvalReport& e) {
       accuracy_ = e.accuracy;
-      AgentLog(absl::StrFormat("%s epoch %d: test accuracy %.2f%% (%d samples)",
-                               assignment_.job_id(), e.epoch + 1,
-                               100 * e.accuracy, e.samples));
+      Log(absl::StrFormat("%s epoch %d: test accuracy %.2f%% (%d samples)",
+                          assignment_.job_id(), e.epoch + 1, 100 * e.accuracy,
+                          e.samples));
       metrics_.Add(ToProto(e));
     };
     auto trained = Train(c);
@@ -306,6 +321,12 @@ void Task::Run() {
     } else {
       status = trained.status();
     }
+  }
+  // The error goes to the job's log with the metrics, so `gradsync logs`
+  // and a failed job's status show why this rank failed.
+  if (!status.ok() && !cancel_) {
+    Log(absl::StrCat("job ", a.job_id(), " rank ", a.rank(),
+                     " failed: ", status.ToString()));
   }
   flusher_stop.Notify();
   flusher.join();
@@ -327,7 +348,7 @@ void Task::Run() {
           stub_->CompleteTask(CallContext(absl::Seconds(10), worker_key_).get(),
                               request, &response));
     });
-    if (!s.ok()) AgentLog(absl::StrCat("complete task: ", s.message()));
+    if (!s.ok()) Log(absl::StrCat("complete task: ", s.message()));
   }
   AgentLog(absl::StrCat("job ", a.job_id(), " rank ", a.rank(), " finished: ",
                         cancel_       ? "cancelled"

@@ -69,6 +69,8 @@ class Task {
   // PERMISSION_DENIED naming the field.
   absl::Status ConfineCheckpointPaths(TrainSpec& spec) const;
   void Run();
+  // A line of this task's log: printed, and shipped with the metrics.
+  void Log(const std::string& line);
   // Reports the buffered metrics; on a retryable error keeps them for the
   // next call. OK when nothing is left to report.
   absl::Status FlushMetrics();

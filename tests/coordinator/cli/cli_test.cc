@@ -202,6 +202,77 @@ TEST_F(CliTest, PlotWritesTheReportedCurve) {
   EXPECT_NE(r.err.find("NOT_FOUND"), std::string::npos) << r.err;
 }
 
+TEST_F(CliTest, LogsOfEveryRankAndAFailedJobsLastLines) {
+  SimWorker w0(cluster_.workers(), "a"), w1(cluster_.workers(), "b");
+  cli::JobFlags flags = Flags(2);
+  flags.max_restarts = 0;
+  CliRun r = Run([&](cli::Cli& c) { return c.Submit(flags, false); });
+  ASSERT_EQ(r.code, 0) << r.err;
+  SimWorker* by_rank[2] = {};
+  for (SimWorker* w : {&w0, &w1}) by_rank[w->AwaitAssignment().rank()] = w;
+  ASSERT_TRUE(by_rank[0] && by_rank[1]);
+  auto ref = [&](int rank) {
+    v1::TaskRef t;
+    t.set_worker_id(by_rank[rank]->id());
+    t.set_job_id("job-000001");
+    t.set_attempt(by_rank[rank]->task()->attempt());
+    t.set_rank(rank);
+    return t;
+  };
+  auto ship = [&](int rank, const std::vector<std::string>& lines) {
+    v1::ReportMetricsRequest report;
+    *report.mutable_task() = ref(rank);
+    for (const std::string& text : lines) report.add_logs()->set_text(text);
+    v1::ReportMetricsResponse ignored;
+    return cluster_.workers().ReportMetrics(by_rank[rank]->Context().get(),
+                                            report, &ignored);
+  };
+  ASSERT_TRUE(ship(0, {"rank 0 step 10"}).ok());
+  ASSERT_TRUE(ship(1, {"rank 1 step 10",
+                       "job-000001 rank 1 failed: "
+                       "DATA_LOSS: bad.png is corrupt"})
+                  .ok());
+  // A worker may not ship lines as another rank.
+  v1::ReportMetricsRequest forged;
+  *forged.mutable_task() = ref(1);
+  forged.mutable_task()->set_rank(0);
+  forged.add_logs()->set_text("not mine");
+  v1::ReportMetricsResponse ignored;
+  EXPECT_EQ(cluster_.workers()
+                .ReportMetrics(by_rank[1]->Context().get(), forged, &ignored)
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  r = Run(
+      [](cli::Cli& c) { return c.Logs("job-000001", std::nullopt, false); });
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "[rank 0] rank 0 step 10\n[rank 1] rank 1 step 10\n[rank 1] "
+            "job-000001 rank 1 failed: DATA_LOSS: bad.png is corrupt\n");
+  r = Run([](cli::Cli& c) { return c.Logs("job-000001", 0, false); });
+  EXPECT_EQ(r.out, "[rank 0] rank 0 step 10\n");
+
+  ASSERT_TRUE(
+      by_rank[1]->Complete(false, "DATA_LOSS: bad.png is corrupt").ok());
+  r = Run([](cli::Cli& c) { return c.Status("job-000001"); });
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("Last log lines of rank 1 (gradsync logs job-000001 "
+                       "--rank 1):\n  [rank 1] rank 1 step 10\n  [rank 1] "
+                       "job-000001 rank 1 failed: DATA_LOSS: bad.png is "
+                       "corrupt\n"),
+            std::string::npos)
+      << r.out;
+  // Following a job that has ended prints what there is and returns.
+  r = Run([](cli::Cli& c) {
+    return c.Logs("job-000001", 1, true, absl::Milliseconds(10));
+  });
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("failed: DATA_LOSS"), std::string::npos);
+  r = Run([](cli::Cli& c) { return c.Logs("job-404", std::nullopt, false); });
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("NOT_FOUND"), std::string::npos);
+}
+
 TEST(CliUnreachableTest, ReportsUnavailable) {
   std::ostringstream out, err;
   cli::CliOptions options;

@@ -102,6 +102,40 @@ TEST_F(AuthTest, TheCliReportsAMissingTokenAndWorksWithIt) {
       << err2.str();
 }
 
+TEST_F(AuthTest, TokensInShippedLogLinesAreRedacted) {
+  const std::string data = UniqueTempDir("auth-logs");
+  MakeImageFolder(data, 2, 1);
+  auto jobs = v1::JobService::NewStub(MakeCoordinatorChannel(address_, kUser));
+  auto workers =
+      v1::WorkerService::NewStub(MakeCoordinatorChannel(address_, kWorker));
+  SimWorker worker(*workers, "a");
+  v1::SubmitJobRequest submit;
+  submit.mutable_spec()->mutable_dataset()->set_path(data);
+  submit.mutable_spec()->set_model("fashion_cnn");
+  submit.mutable_spec()->set_batch_size(2);
+  submit.mutable_spec()->mutable_world_size()->set_max_workers(1);
+  v1::Job job;
+  ASSERT_TRUE(jobs->SubmitJob(Ctx().get(), submit, &job).ok());
+  v1::Assignment a = worker.AwaitAssignment();
+  v1::ReportMetricsRequest report;
+  report.mutable_task()->set_worker_id(worker.id());
+  report.mutable_task()->set_job_id(job.id());
+  report.mutable_task()->set_attempt(a.attempt());
+  report.mutable_task()->set_rank(0);
+  report.add_logs()->set_text(std::string("connecting with ") + kWorker +
+                              " and " + kUser + " twice: " + kWorker);
+  v1::ReportMetricsResponse ignored;
+  ASSERT_TRUE(
+      workers->ReportMetrics(worker.Context().get(), report, &ignored).ok());
+  v1::GetJobLogsRequest request;
+  request.set_job_id(job.id());
+  v1::GetJobLogsResponse logs;
+  ASSERT_TRUE(jobs->GetJobLogs(Ctx().get(), request, &logs).ok());
+  ASSERT_EQ(logs.lines_size(), 1);
+  EXPECT_EQ(logs.lines(0).text(),
+            "connecting with [redacted] and [redacted] twice: [redacted]");
+}
+
 TEST(AuthOpenTest, EmptyTokensLeaveTheServicesOpen) {
   TestCluster c;  // no tokens
   auto stub = v1::JobService::NewStub(MakeCoordinatorChannel(c.address(), ""));

@@ -66,3 +66,48 @@ TEST(MetricsBufferTest, StepsAreBoundedDroppingTheOldest) {
 
 }  // namespace
 }  // namespace gradsync
+
+namespace gradsync {
+namespace {
+
+v1::LogLine Line(int i) {
+  v1::LogLine l;
+  l.set_text(std::to_string(i));
+  return l;
+}
+
+TEST(MetricsBufferLogTest, LinesAreBoundedAndTheDroppedCounted) {
+  MetricsBuffer buffer;
+  const int extra = 5;
+  for (int i = 0; i < static_cast<int>(MetricsBuffer::kMaxLogLines) + extra;
+       ++i) {
+    buffer.Add(Line(i));
+  }
+  v1::ReportMetricsRequest request;
+  ASSERT_TRUE(buffer.TakeInto(&request));
+  ASSERT_EQ(request.logs_size(), static_cast<int>(MetricsBuffer::kMaxLogLines));
+  EXPECT_EQ(request.logs(0).text(), std::to_string(extra));  // oldest gone
+  EXPECT_EQ(request.logs_dropped(), extra);
+
+  // A failed report goes back in front, its dropped count with it.
+  buffer.Add(Line(-1));
+  buffer.PutBack(&request);
+  v1::ReportMetricsRequest again;
+  ASSERT_TRUE(buffer.TakeInto(&again));
+  EXPECT_EQ(again.logs_dropped(), extra + 1);  // bounded again: 1 more
+  EXPECT_EQ(again.logs(again.logs_size() - 1).text(), "-1");
+  EXPECT_FALSE(buffer.TakeInto(&again));
+}
+
+TEST(MetricsBufferLogTest, ADroppedCountAloneIsReported) {
+  MetricsBuffer buffer;
+  v1::ReportMetricsRequest request;
+  request.set_logs_dropped(3);
+  buffer.PutBack(&request);
+  v1::ReportMetricsRequest out;
+  ASSERT_TRUE(buffer.TakeInto(&out));
+  EXPECT_EQ(out.logs_dropped(), 3);
+}
+
+}  // namespace
+}  // namespace gradsync
