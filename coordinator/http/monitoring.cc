@@ -12,6 +12,9 @@
 namespace gradsync {
 namespace {
 
+// The newest lines of a job's log that /api/jobs/ID/logs returns.
+constexpr int kDashboardLogLines = 200;
+
 HttpResponse Json(const google::protobuf::Message& message) {
   google::protobuf::util::JsonPrintOptions options;
   options.always_print_primitive_fields = true;
@@ -104,6 +107,13 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartMonitoring(
       [coordinator](const HttpRequest& request) {
         return JsonOr(coordinator->GetJobCurves(request.groups[0]));
       });
+  options.routes.emplace_back("/api/jobs/([A-Za-z0-9_-]+)/logs",
+                              [coordinator](const HttpRequest& request) {
+                                v1::GetJobLogsRequest logs;
+                                logs.set_job_id(request.groups[0]);
+                                logs.set_max_lines(kDashboardLogLines);
+                                return JsonOr(coordinator->GetJobLogs(logs));
+                              });
   return HttpServer::Start(std::move(options));
 }
 

@@ -7,6 +7,8 @@
 //   /api/workers             ListWorkersResponse
 //   /api/jobs/ID             a Job; 404 {"error": ...} when unknown
 //   /api/jobs/ID/curves      its JobCurves
+//   /api/jobs/ID/logs        the newest 200 lines of its log
+//                            (GetJobLogsResponse)
 // (JSON as the CLI's --json prints it), guarded by the user token when one
 // is set.
 // Thread safety: as HttpServer; the server must outlive the result.

@@ -4,7 +4,8 @@ package) loads the page from the monitoring port of a coordinator with two
 gradsync-worker processes training fashion_cnn on a subset of the real
 Fashion-MNIST, and the test checks what the page shows: the workers, the
 job in the list, and on the job's page its state, both ranks, drawn loss,
-throughput and accuracy curves, the evaluations and the history; an unknown
+throughput and accuracy curves, the evaluations, the history and both
+ranks' log lines; an unknown
 job shows the coordinator's error. It saves a screenshot of the job's page
 (WORK_DIR/dashboard.png). Without Chromium it exits 77 (skipped), saying
 why.
@@ -37,7 +38,7 @@ def browse(url, *flags):
     r = subprocess.run(
         [chromium(), "--headless", "--no-sandbox", "--disable-gpu",
          "--no-first-run", "--virtual-time-budget=5000",
-         "--window-size=1280,1300"] + list(flags) + [url],
+         "--window-size=1280,1750"] + list(flags) + [url],
         capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, f"chromium exit {r.returncode}: {r.stderr[-2000:]}"
     return r.stdout
@@ -100,8 +101,12 @@ def main():
         assert [s for r in history for s in re.findall(
             r'class="state (\w+)"', r)] == ["PENDING", "RENDEZVOUS", "RUNNING",
                                              "SUCCEEDED"], history
+        log = re.search(r'<pre id="log">(.*?)</pre>', dom, re.S)
+        assert log and "[rank 0]" in log.group(1) and "[rank 1]" in log.group(
+            1) and "test accuracy" in log.group(1), dom[-3000:]
         print(f"dashboard_e2e: {jid}'s page shows SUCCEEDED, ranks 0 and 1, "
-              f"curves {curves} (points), 3 evaluations, 4 transitions")
+              f"curves {curves} (points), 3 evaluations, 4 transitions and "
+              f"{log.group(1).count(chr(10))} log lines of both ranks")
 
         shot = os.path.join(work, "dashboard.png")
         browse(page, f"--screenshot={shot}")

@@ -1,6 +1,6 @@
 // gradsync dashboard: the job list and workers (#/), and one job (#/job/ID)
 // with its state and history, per-rank progress, loss / throughput /
-// accuracy curves, the bounding phase and a stalled rank. Polls the JSON
+// accuracy curves, the bounding phase, a stalled rank and its ranks' log. Polls the JSON
 // API every 2 s. Plain DOM and SVG: no libraries, no build step.
 "use strict";
 
@@ -112,8 +112,8 @@ function phaseName(p) {
 }
 
 async function renderJob(id) {
-  const [job, curves] = await Promise.all([api(`/api/jobs/${id}`),
-    api(`/api/jobs/${id}/curves`)]);
+  const [job, curves, logs] = await Promise.all([api(`/api/jobs/${id}`),
+    api(`/api/jobs/${id}/curves`), api(`/api/jobs/${id}/logs`)]);
   const m = job.metrics || {};
   const hosts = Object.fromEntries((job.ranks || []).map((r) => [r.rank, r]));
   const rankRows = (m.ranks || []).map((r) => {
@@ -167,7 +167,12 @@ async function renderJob(id) {
     evalRows.length ? table(["epoch", "accuracy", "loss", "samples"], evalRows, { id: "eval" })
       : el("p", { class: "muted" }, "no evaluation yet"),
     el("h2", {}, "History"),
-    table(["time", "state", "reason"], history, { id: "history" }));
+    table(["time", "state", "reason"], history, { id: "history" }),
+    el("h2", {}, "Log (newest lines; all of it: gradsync logs " + job.id + ")"),
+    (logs.lines || []).length
+      ? el("pre", { id: "log" }, (logs.lines || []).map((l) =>
+        `[rank ${l.rank}${l.attempt > 1 ? `, attempt ${l.attempt}` : ""}] ${l.text}\n`).join(""))
+      : el("p", { class: "muted" }, "no log lines yet"));
 }
 
 async function refresh() {

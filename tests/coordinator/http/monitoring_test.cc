@@ -113,6 +113,11 @@ TEST(MonitoringTest, DashboardAndItsJsonApi) {
   EXPECT_NE(res->body.find("\"job_id\":\"" + job.id() + "\""),
             std::string::npos)
       << res->body;
+  res = Get(port, "/api/jobs/" + job.id() + "/logs");
+  EXPECT_EQ(res->status, 200);
+  EXPECT_NE(res->body.find("\"state\":\"JOB_STATE_PENDING\""),
+            std::string::npos)
+      << res->body;
   res = Get(port, "/api/jobs/job-999");
   EXPECT_EQ(res->status, 404);
   EXPECT_EQ(res->body, "{\"error\":\"job 'job-999' not found\"}");
