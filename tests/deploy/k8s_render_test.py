@@ -77,6 +77,11 @@ def check_common(text, objects):
     assert service["spec"]["selector"] == \
         coord["spec"]["template"]["metadata"]["labels"]
     assert service["spec"]["ports"][0]["port"] == 50051
+    # The monitoring port, served and exposed under one name.
+    assert env["GRADSYNC_HTTP_LISTEN"]["value"] == "0.0.0.0:9464", env
+    assert {"name": "metrics", "containerPort": 9464} in c["ports"], c["ports"]
+    assert {"name": "metrics", "port": 9464, "targetPort": "metrics"} in \
+        service["spec"]["ports"], service["spec"]["ports"]
 
     worker = by_kind(objects, "Deployment", "gradsync-worker")
     wpod = worker["spec"]["template"]["spec"]
