@@ -42,7 +42,8 @@ def http_get(url, token=None, timeout=10):
 
 
 class Prometheus:
-    """A Prometheus server in `work` scraping `target` every second."""
+    """A Prometheus server in `work` scraping `target` 4 times a second (a
+    short job's ranks are RUNNING for a few seconds only)."""
 
     def __init__(self, work, target, token):
         self.port = free_port()
@@ -52,7 +53,8 @@ class Prometheus:
         config = os.path.join(work, "prometheus.yml")
         with open(config, "w") as f:
             f.write(f"""global:
-  scrape_interval: 1s
+  scrape_interval: 250ms
+  scrape_timeout: 250ms
   evaluation_interval: 1s
 scrape_configs:
   - job_name: gradsync
@@ -153,8 +155,8 @@ def main():
                               "2 idle workers not seen")
         job = json.loads(cluster.cli(
             "--json", "submit", "--name", "prom", "--dataset", subset,
-            "--eval-split", "test", "--model", "fashion_cnn", "--epochs", "2",
-            "--batch-size", "50", "-n", "2").stdout)
+            "--eval-split", "test", "--model", "fashion_cnn", "--epochs", "3",
+            "--batch-size", "25", "-n", "2").stdout)
         jid = job["id"]
         watch = cluster.cli("watch", jid, timeout=600, check=False)
         assert watch.returncode == 0, f"watch: {watch.stderr}"
@@ -167,7 +169,7 @@ def main():
         scraped = prometheus.query(f'gradsync_job_eval_accuracy{{job_id="{jid}"}}')
         assert len(scraped) == 1, scraped
         assert abs(scraped[0][1] - accuracy) < 1e-9, (scraped, accuracy)
-        assert scraped[0][0]["epoch"] == "1", scraped
+        assert scraped[0][0]["epoch"] == "2", scraped
         # Rank series exist while the job runs; Prometheus keeps what it
         # scraped then.
         last = prometheus.query(
