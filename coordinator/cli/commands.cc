@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <fstream>
 #include <ostream>
 
 #include "absl/status/status.h"
@@ -21,6 +19,7 @@
 #include "coordinator/client/channel.h"
 #include "coordinator/control/job_state.h"
 #include "coordinator/wire/grpc_status.h"
+#include "coordinator/wire/proto_json.h"
 #include "coordinator/wire/snapshot_stream.h"
 
 namespace gradsync::cli {
@@ -84,13 +83,8 @@ int Cli::Submit(const JobFlags& flags, bool then_watch) {
 }
 
 int Cli::Status(const std::string& job_id) {
-  v1::GetJobRequest request;
-  request.set_job_id(job_id);
   v1::Job job;
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  grpc::Status s = stub_->GetJob(&context, request, &job);
-  if (!s.ok()) return Fail(s);
+  if (grpc::Status s = ReadJob(job_id, &job); !s.ok()) return Fail(s);
   out_ << (options_.json ? ToJson(job) + "\n" : FormatJobDetail(job, NowMs()));
   // A failed job: why, in the words of the rank that failed it.
   const v1::AttemptRecord* last = job.attempts_size() > 0
@@ -114,6 +108,14 @@ int Cli::Status(const std::string& job_id) {
     }
   }
   return 0;
+}
+
+grpc::Status Cli::ReadJob(const std::string& job_id, v1::Job* job) const {
+  v1::GetJobRequest request;
+  request.set_job_id(job_id);
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  return stub_->GetJob(&context, request, job);
 }
 
 grpc::Status Cli::ReadLogs(const v1::GetJobLogsRequest& request,
@@ -286,15 +288,8 @@ int Cli::Plot(const std::string& job_id, const std::string& out_file) {
          << ")\n";
     return 2;
   }
-  v1::GetJobRequest job_request;
-  job_request.set_job_id(job_id);
   v1::Job job;
-  grpc::ClientContext job_context;
-  SetDeadline(&job_context);
-  if (grpc::Status s = stub_->GetJob(&job_context, job_request, &job);
-      !s.ok()) {
-    return Fail(s);
-  }
+  if (grpc::Status s = ReadJob(job_id, &job); !s.ok()) return Fail(s);
   v1::GetJobCurvesRequest request;
   request.set_job_id(job_id);
   v1::JobCurves curves;

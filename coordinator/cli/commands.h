@@ -56,6 +56,8 @@ class Cli {
 
  private:
   void SetDeadline(grpc::ClientContext* context) const;
+  // One GetJob call.
+  grpc::Status ReadJob(const std::string& job_id, v1::Job* job) const;
   // One GetJobLogs call.
   grpc::Status ReadLogs(const v1::GetJobLogsRequest& request,
                         v1::GetJobLogsResponse* response) const;

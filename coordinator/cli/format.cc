@@ -1,7 +1,5 @@
 #include "coordinator/cli/format.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -65,11 +63,6 @@ std::string TerminalSafe(absl::string_view text) {
 }
 
 std::string StateName(v1::JobState state) { return JobStateName(state); }
-
-std::string WorkerStateName(v1::WorkerState state) {
-  std::string name = v1::WorkerState_Name(state);
-  return name.substr(std::string("WORKER_STATE_").size());
-}
 
 std::string PhaseName(v1::Phase phase) {
   switch (phase) {
@@ -287,15 +280,6 @@ std::string FormatWorkerTable(const std::vector<v1::WorkerInfo>& workers,
          devices.empty() ? "cpu" : absl::StrJoin(devices, ",")});
   }
   return Table(std::move(rows));
-}
-
-std::string ToJson(const google::protobuf::Message& message) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions options;
-  options.always_print_primitive_fields = true;
-  options.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
-  return out;
 }
 
 }  // namespace gradsync::cli

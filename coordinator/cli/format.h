@@ -22,7 +22,6 @@ namespace gradsync::cli {
 std::string TerminalSafe(absl::string_view text);
 
 std::string StateName(v1::JobState state);
-std::string WorkerStateName(v1::WorkerState state);
 std::string PhaseName(v1::Phase phase);
 // "3s", "4m05s", "2h10m".
 std::string FormatDuration(int64_t ms);
@@ -47,8 +46,5 @@ std::string FormatWorkerTable(const std::vector<v1::WorkerInfo>& workers,
 // time, plus a footer naming the slowest rank and the bounding phase.
 std::vector<std::string> FormatRankLines(const v1::Job& job,
                                          const v1::JobMetrics& metrics);
-
-// Proto to single-line JSON (proto3 JSON mapping, default fields included).
-std::string ToJson(const google::protobuf::Message& message);
 
 }  // namespace gradsync::cli

@@ -27,11 +27,21 @@ bool IsAllowedTransition(v1::JobState from, v1::JobState to) {
   }
 }
 
-std::string JobStateName(v1::JobState state) {
-  std::string name = v1::JobState_Name(state);
-  constexpr absl::string_view kPrefix = "JOB_STATE_";
-  if (absl::StartsWith(name, kPrefix)) name = name.substr(kPrefix.size());
+namespace {
+
+std::string WithoutPrefix(std::string name, absl::string_view prefix) {
+  if (absl::StartsWith(name, prefix)) name = name.substr(prefix.size());
   return name;
+}
+
+}  // namespace
+
+std::string JobStateName(v1::JobState state) {
+  return WithoutPrefix(v1::JobState_Name(state), "JOB_STATE_");
+}
+
+std::string WorkerStateName(v1::WorkerState state) {
+  return WithoutPrefix(v1::WorkerState_Name(state), "WORKER_STATE_");
 }
 
 v1::AttemptRecord* FindAttemptRecord(v1::Job& job, int attempt) {

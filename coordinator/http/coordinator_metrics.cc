@@ -12,15 +12,6 @@ namespace {
 
 constexpr double kMsPerSecond = 1000.0;
 
-std::string WorkerStateName(v1::WorkerState state) {
-  std::string name = v1::WorkerState_Name(state);
-  constexpr absl::string_view kPrefix = "WORKER_STATE_";
-  if (absl::string_view(name).substr(0, kPrefix.size()) == kPrefix) {
-    name = name.substr(kPrefix.size());
-  }
-  return name;
-}
-
 std::string PhaseName(v1::Phase phase) {
   switch (phase) {
     case v1::PHASE_DATA:

@@ -9,23 +9,23 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "coordinator/server/listen_policy.h"
 #include "coordinator/wire/secrets.h"
 
 namespace gradsync {
 namespace {
 
-// host and port of "host:port" or "[v6]:port".
+// Host (without IPv6 brackets; empty: every interface) and port number of
+// "host:port" or "[v6]:port".
 absl::StatusOr<std::pair<std::string, int>> SplitAddress(
     const std::string& address) {
-  size_t colon = address.rfind(':');
+  std::string host, port_text;
   int port = -1;
-  if (colon == std::string::npos ||
-      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 ||
-      port > 65535) {
+  if (!SplitHostPort(address, &host, &port_text) ||
+      !absl::SimpleAtoi(port_text, &port) || port < 0 || port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat(
         "HTTP address '", address, "' is not host:port (port 0..65535)"));
   }
-  std::string host = address.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }

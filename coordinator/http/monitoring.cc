@@ -1,6 +1,6 @@
 #include "coordinator/http/monitoring.h"
 
-#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/struct.pb.h>
 
 #include <utility>
 
@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "coordinator/http/coordinator_metrics.h"
 #include "coordinator/http/embedded_files.h"
+#include "coordinator/wire/proto_json.h"
 
 namespace gradsync {
 namespace {
@@ -16,30 +17,18 @@ namespace {
 constexpr int kDashboardLogLines = 200;
 
 HttpResponse Json(const google::protobuf::Message& message) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.always_print_primitive_fields = true;
-  options.preserve_proto_field_names = true;
-  HttpResponse response;
-  response.content_type = "application/json";
-  (void)google::protobuf::util::MessageToJsonString(message, &response.body,
-                                                    options);
-  return response;
+  return {200, "application/json", ToJson(message)};
 }
 
 // {"error": "..."} with the HTTP status of a failed coordinator call.
 HttpResponse JsonError(const absl::Status& status) {
-  HttpResponse response;
+  google::protobuf::Struct error;
+  (*error.mutable_fields())["error"].set_string_value(
+      std::string(status.message()));
+  HttpResponse response = Json(error);
   response.status = status.code() == absl::StatusCode::kNotFound          ? 404
                     : status.code() == absl::StatusCode::kInvalidArgument ? 400
                                                                           : 500;
-  response.content_type = "application/json";
-  std::string message(status.message());
-  std::string escaped;
-  for (char c : message) {
-    if (c == '"' || c == '\\') escaped += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) escaped += c;
-  }
-  response.body = absl::StrCat("{\"error\":\"", escaped, "\"}");
   return response;
 }
 

@@ -1,8 +1,9 @@
 #include "coordinator/server/auth.h"
 
+#include <utility>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "coordinator/wire/secrets.h"
 
@@ -61,11 +62,7 @@ grpc::Status Authenticator::Check(const grpc::ServerContextBase& context,
 namespace gradsync {
 
 std::string Authenticator::Redact(std::string text) const {
-  for (const std::string* token : {&tokens_.user, &tokens_.worker}) {
-    if (token->empty()) continue;
-    text = absl::StrReplaceAll(text, {{*token, "[redacted]"}});
-  }
-  return text;
+  return RedactSecrets(std::move(text), {tokens_.user, tokens_.worker});
 }
 
 }  // namespace gradsync

@@ -17,16 +17,6 @@
 namespace gradsync {
 namespace {
 
-// host and port of "host:port" / "[v6]:port"; false without a port.
-bool SplitHostPort(const std::string& address, std::string* host,
-                   std::string* port) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon + 1 == address.size()) return false;
-  *host = address.substr(0, colon);
-  *port = address.substr(colon + 1);
-  return true;
-}
-
 absl::StatusOr<std::string> RandomToken() {
   unsigned char bytes[32];
   std::ifstream urandom("/dev/urandom", std::ios::binary);
@@ -56,6 +46,22 @@ absl::StatusOr<std::string> LoadOrCreateToken(const std::string& path,
 }
 
 }  // namespace
+
+bool SplitHostPort(const std::string& address, std::string* host,
+                   std::string* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon + 1 == address.size()) return false;
+  *host = address.substr(0, colon);
+  *port = address.substr(colon + 1);
+  return true;
+}
+
+std::string LoopbackOf(const std::string& address) {
+  std::string host, port;
+  SplitHostPort(address, &host, &port);
+  return absl::StrCat(absl::StartsWith(host, "[") ? "[::1]" : "127.0.0.1", ":",
+                      port);
+}
 
 bool IsLoopbackAddress(const std::string& address) {
   std::string host, port;
@@ -110,8 +116,7 @@ absl::StatusOr<ListenPlan> PlanListen(const std::string& address,
           " (--insecure-listen-anywhere): anyone who reaches this port can "
           "submit jobs and act as a worker");
     } else {
-      plan.address = absl::StrCat(
-          absl::StartsWith(host, "[") ? "[::1]" : "127.0.0.1", ":", port);
+      plan.address = LoopbackOf(address);
       plan.note = absl::StrCat(
           "no tokens set: listening on ", plan.address, " only, not ", address,
           " (set --user-token and --worker-token, or --token-dir; "

@@ -38,4 +38,14 @@ absl::StatusOr<ListenPlan> PlanListen(const std::string& address,
 // localhost, [::1]).
 bool IsLoopbackAddress(const std::string& address);
 
+// Host and port of "host:port" / "[v6]:port" (the brackets stay on the
+// host); false without a port.
+bool SplitHostPort(const std::string& address, std::string* host,
+                   std::string* port);
+
+// The loopback address on the port of `address` ("127.0.0.1:PORT", or
+// "[::1]:PORT" for an IPv6 host): where a port is narrowed to when it may
+// not be served openly. `address` must have a port (SplitHostPort).
+std::string LoopbackOf(const std::string& address);
+
 }  // namespace gradsync

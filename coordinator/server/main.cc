@@ -172,12 +172,12 @@ int main(int argc, char** argv) {
   if (!http_listen.empty()) {
     if (options.auth.user.empty() && !insecure_anywhere &&
         !gradsync::IsLoopbackAddress(http_listen)) {
-      std::string port = http_listen.substr(http_listen.rfind(':') + 1);
+      const std::string narrowed = gradsync::LoopbackOf(http_listen);
       std::fprintf(stderr,
                    "gradsync-coordinator: no user token: monitoring narrowed "
-                   "from %s to 127.0.0.1:%s\n",
-                   http_listen.c_str(), port.c_str());
-      http_listen = "127.0.0.1:" + port;
+                   "from %s to %s\n",
+                   http_listen.c_str(), narrowed.c_str());
+      http_listen = narrowed;
     }
     auto started = gradsync::StartMonitoring(server->get(), http_listen,
                                              options.auth.user);

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 
 namespace gradsync {
@@ -38,6 +39,15 @@ absl::StatusOr<std::string> LoadToken(const std::string& value,
         absl::StrCat(what, ": token file ", file, " is empty"));
   }
   return token;
+}
+
+std::string RedactSecrets(std::string text,
+                          std::initializer_list<absl::string_view> secrets) {
+  for (absl::string_view secret : secrets) {
+    if (secret.empty()) continue;
+    text = absl::StrReplaceAll(text, {{secret, "[redacted]"}});
+  }
+  return text;
 }
 
 }  // namespace gradsync

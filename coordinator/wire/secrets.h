@@ -7,6 +7,7 @@
 // Thread safety: free functions.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -21,6 +22,11 @@ inline constexpr char kWorkerKeyHeader[] = "gradsync-worker-key";
 
 // Equal secrets, compared in time that depends only on their lengths.
 bool KeysEqual(absl::string_view a, absl::string_view b);
+
+// `text` with every occurrence of each non-empty secret replaced by
+// "[redacted]": for text that others will read (a task's log lines).
+std::string RedactSecrets(std::string text,
+                          std::initializer_list<absl::string_view> secrets);
 
 // A token given either as a value (flag or environment) or as a file whose
 // contents, without trailing whitespace, are the token. Both empty: "" (no

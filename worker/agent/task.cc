@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "coordinator/client/remote_store.h"
 #include "coordinator/wire/grpc_status.h"
+#include "coordinator/wire/secrets.h"
 #include "coordinator/wire/snapshot_stream.h"
 #include "loader/data_roots.h"
 #include "worker/agent/coordinator_call.h"
@@ -161,10 +161,7 @@ absl::StatusOr<std::vector<char>> Task::DownloadSnapshot() {
 void Task::Log(const std::string& line) {
   // The worker's own key never leaves it in a log line (the coordinator
   // also redacts its tokens).
-  std::string text =
-      worker_key_.empty()
-          ? line
-          : absl::StrReplaceAll(line, {{worker_key_, "[redacted]"}});
+  std::string text = RedactSecrets(line, {worker_key_});
   AgentLog(text);
   v1::LogLine entry;
   entry.set_time_unix_ms(absl::ToUnixMillis(absl::Now()));
