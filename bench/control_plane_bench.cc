@@ -12,6 +12,9 @@
 //    dead.
 // 2. Rendezvous (--rendezvous-ranks R): the bootstrap of an R-rank job
 //    against gradsync and against c10d's TCPStore (rendezvous_bench.h).
+//    --gloo-ranks G: real gloo communicators of a G-rank job, bootstrapped
+//    through the coordinator (RemoteStore) against c10d's ProcessGroupGloo
+//    through a TCPStore (rendezvous_bench.h).
 // 3. Store throughput: closed-loop set+get through RemoteStore (unary calls,
 //    then its StoreSession stream) and against c10d's TCPStore at the same
 //    client count and value size.
@@ -19,7 +22,8 @@
 //
 // Usage: gradsync-bench-control-plane [--workers 100,1000] [--seconds 10]
 //            [--ramp 5] [--kv-clients 2] [--client-threads 8]
-//            [--watchers 50] [--rendezvous-ranks 1024] [--store-clients 2]
+//            [--watchers 50] [--rendezvous-ranks 1024] [--gloo-ranks 0]
+//            [--store-clients 2]
 //            [--coordinator build/bin/gradsync-coordinator]
 #include <grpcpp/grpcpp.h>
 #include <sys/resource.h>
@@ -451,8 +455,7 @@ double TcpStoreOps(int clients, double seconds) {
   std::vector<std::thread> threads;
   for (int k = 0; k < clients; ++k) {
     threads.emplace_back([&, k] {
-      const std::unique_ptr<c10d::TCPStore> store =
-          TcpStoreClient(port, c10d::Store::kDefaultTimeout);
+      const auto store = TcpStoreClient(port, c10d::Store::kDefaultTimeout);
       c10d::TCPStore& client = *store;
       const std::vector<uint8_t> value(64, 'v');
       int64_t n = 0;
@@ -481,6 +484,7 @@ int main(int argc, char** argv) {
   int client_threads = 8;
   int watchers = 50;
   int rendezvous_ranks = 1024;
+  int gloo_ranks = 0;
   int store_clients = 2;
   std::string coordinator = gradsync::bench::CoordinatorBesideSelf();
   CLI::App app{"gradsync control-plane capacity benchmark"};
@@ -500,6 +504,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--rendezvous-ranks", rendezvous_ranks,
                  "ranks of the bootstrap scenario (0: skip it)")
+      ->capture_default_str();
+  app.add_option("--gloo-ranks", gloo_ranks,
+                 "ranks of the real gloo bootstrap scenario (0: skip it)")
       ->capture_default_str();
   app.add_option("--store-clients", store_clients,
                  "closed-loop clients of the store throughput comparison")
@@ -526,32 +533,52 @@ int main(int argc, char** argv) {
                               ramp, kv_clients, client_threads, watchers,
                               dataset);
   }
+  auto print = [](const char* who, const gradsync::bench::RendezvousResult& r,
+                  const char* have, const char* past) {
+    std::printf(
+        "  %-26s ranks know their rank %.0f ms, %s %.0f ms, %s %.0f ms; "
+        "errors %d%s%s\n",
+        who, r.assigned_ms, have, r.addresses_ms, past, r.barrier_ms, r.errors,
+        r.errors ? ": " : "", r.first_error.c_str());
+  };
+  auto compare = [](const gradsync::bench::RendezvousResult& ours,
+                    const gradsync::bench::RendezvousResult& theirs,
+                    const char* what) {
+    std::printf("  %-26s CPU %.2f s, peak RSS %.0f MB\n",
+                "gradsync coordinator:", ours.server_cpu_seconds,
+                ours.server_peak_rss_mb);
+    if (ours.errors == 0 && theirs.errors == 0) {
+      std::printf("  ratio %s: %.2f\n", what,
+                  theirs.barrier_ms / ours.barrier_ms);
+    }
+  };
   if (rendezvous_ranks > 0) {
     std::printf(
         "\n== bootstrap of a %d-rank job: address in, every address out, "
         "barrier ==\n",
         rendezvous_ranks);
-    auto print = [](const char* who,
-                    const gradsync::bench::RendezvousResult& r) {
-      std::printf(
-          "  %-26s ranks know their rank %.0f ms, hold every address %.0f ms, "
-          "all past the barrier %.0f ms; errors %d%s%s\n",
-          who, r.assigned_ms, r.addresses_ms, r.barrier_ms, r.errors,
-          r.errors ? ": " : "", r.first_error.c_str());
-    };
     const auto ours = gradsync::bench::GradsyncRendezvous(
         coordinator, rendezvous_ranks, dataset);
-    print("gradsync (from submit):", ours);
-    std::printf("  %-26s CPU %.2f s, peak RSS %.0f MB\n",
-                "gradsync coordinator:", ours.server_cpu_seconds,
-                ours.server_peak_rss_mb);
+    print("gradsync (from submit):", ours, "hold every address",
+          "all past the barrier");
     const auto theirs = gradsync::bench::TcpStoreRendezvous(rendezvous_ranks);
-    print("c10d TCPStore:", theirs);
-    if (ours.errors == 0 && theirs.errors == 0) {
-      std::printf(
-          "  ratio TCPStore / gradsync time to all past barrier: %.2f\n",
-          theirs.barrier_ms / ours.barrier_ms);
-    }
+    print("c10d TCPStore:", theirs, "hold every address",
+          "all past the barrier");
+    compare(ours, theirs, "TCPStore / gradsync time to all past barrier");
+  }
+  if (gloo_ranks > 0) {
+    std::printf(
+        "\n== gloo bootstrap of a %d-rank job: full mesh connected, then a "
+        "1-float all-reduce ==\n",
+        gloo_ranks);
+    const auto ours = gradsync::bench::GradsyncGlooBootstrap(
+        coordinator, gloo_ranks, dataset);
+    print("gradsync (from submit):", ours, "mesh connected", "all-reduce done");
+    const auto theirs = gradsync::bench::TorchGlooBootstrap(gloo_ranks);
+    print("c10d ProcessGroupGloo:", theirs, "mesh connected",
+          "all-reduce done");
+    compare(ours, theirs,
+            "ProcessGroupGloo / gradsync time to all-reduce done");
   }
   std::printf(
       "\n== store set+get, %d closed-loop clients, 64-byte values, "

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -13,8 +14,20 @@
 #include "bench/coordinator_process.h"
 #include "bench/latencies.h"
 #include "bench/tcp_store.h"
+#include "coordinator/client/remote_store.h"
+#include "gradsync/config.h"
 #include "gradsync/v1/job_service.grpc.pb.h"
 #include "gradsync/v1/worker_service.grpc.pb.h"
+
+// The gloo bootstraps need the data plane (LibTorch and gloo) on both sides.
+#define GRADSYNC_BENCH_GLOO (GRADSYNC_BENCH_WITH_TORCH && GRADSYNC_WITH_GLOO)
+#if GRADSYNC_BENCH_GLOO
+#include <torch/torch.h>
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+
+#include "worker/comm/communicator.h"
+#endif
 
 namespace gradsync::bench {
 namespace {
@@ -55,9 +68,15 @@ struct SimRank {
   std::shared_ptr<v1::WorkerService::Stub> stub;  // its host's channel
 };
 
-// One rank's bootstrap against the coordinator, `start` being the submit.
-void GradsyncRank(const SimRank& sim, int ranks, absl::Time start,
-                  Timeline& timeline, int index) {
+// What a simulated rank does once it has its assignment (`task`), `start`
+// being the submit and `index` its slot in the timeline.
+using CoordinatorRank =
+    std::function<void(const SimRank& sim, const v1::TaskRef& task, int ranks,
+                       absl::Time start, Timeline& timeline, int index)>;
+
+// Heartbeats for the assignment and runs `body` with it.
+void AssignedRank(const SimRank& sim, int ranks, absl::Time start,
+                  Timeline& timeline, int index, const CoordinatorRank& body) {
   v1::HeartbeatRequest hb;
   hb.mutable_task()->set_worker_id(sim.id);
   hb.set_state(v1::WORKER_STATE_IDLE);
@@ -75,13 +94,20 @@ void GradsyncRank(const SimRank& sim, int ranks, absl::Time start,
   task.set_job_id(a.job_id());
   task.set_attempt(a.attempt());
   task.set_rank(a.rank());
+  body(sim, task, ranks, start, timeline, index);
+}
 
+// The pattern: its address in, every address out with one multi-get, a
+// barrier.
+void AddressesAndBarrier(const SimRank& sim, const v1::TaskRef& task, int ranks,
+                         absl::Time start, Timeline& timeline, int index) {
   v1::StoreSetRequest set;
   *set.mutable_task() = task;
-  set.set_key(AddressKey(a.rank()));
-  set.set_value(absl::StrCat(a.peers(a.rank()).host(), ":", 29500 + a.rank()));
+  set.set_key(AddressKey(task.rank()));
+  set.set_value(absl::StrCat("rdv-", task.rank() / kRanksPerHost, ":",
+                             29500 + task.rank()));
   v1::StoreSetResponse set_r;
-  s = sim.stub->StoreSet(Ctx(sim.key).get(), set, &set_r);
+  grpc::Status s = sim.stub->StoreSet(Ctx(sim.key).get(), set, &set_r);
   v1::StoreMultiGetRequest get;
   *get.mutable_task() = task;
   for (int r = 0; r < ranks; ++r) get.add_keys(AddressKey(r));
@@ -92,8 +118,8 @@ void GradsyncRank(const SimRank& sim, int ranks, absl::Time start,
                                 &got);
   }
   if (!s.ok() || got.values_size() != ranks) {
-    timeline.Fail(
-        absl::StrCat("addresses of rank ", a.rank(), ": ", s.error_message()));
+    timeline.Fail(absl::StrCat("addresses of rank ", task.rank(), ": ",
+                               s.error_message()));
     return;
   }
   timeline.addresses[index] = MsSince(start);
@@ -106,16 +132,45 @@ void GradsyncRank(const SimRank& sim, int ranks, absl::Time start,
                         &passed);
   if (!s.ok()) {
     timeline.Fail(
-        absl::StrCat("barrier of rank ", a.rank(), ": ", s.error_message()));
+        absl::StrCat("barrier of rank ", task.rank(), ": ", s.error_message()));
     return;
   }
   timeline.past_barrier[index] = MsSince(start);
 }
 
-}  // namespace
+#if GRADSYNC_BENCH_GLOO
+// A real gloo communicator through the rank's RemoteStore, as a worker
+// makes it, then a 1-float all-reduce over its mesh.
+void GlooCommunicatorRank(const SimRank& sim, const v1::TaskRef& task,
+                          int ranks, absl::Time start, Timeline& timeline,
+                          int index) {
+  CommOptions o;
+  o.rank = task.rank();
+  o.size = ranks;
+  o.store = std::make_shared<RemoteStore>(sim.stub, task, sim.key);
+  o.timeout = absl::Milliseconds(kWaitMs);
+  auto comm = CreateCommunicator(Backend::kGloo, o);
+  if (!comm.ok()) {
+    timeline.Fail(comm.status().ToString());
+    return;
+  }
+  timeline.addresses[index] = MsSince(start);
+  at::Tensor one = torch::ones({1});
+  const absl::Status s = (*comm)->AllReduce(one, ReduceOp::kSum);
+  if (!s.ok() || one.item<float>() != ranks) {
+    timeline.Fail(
+        absl::StrCat("all-reduce of rank ", task.rank(), ": ", s.ToString()));
+    return;
+  }
+  timeline.past_barrier[index] = MsSince(start);
+}
+#endif
 
-RendezvousResult GradsyncRendezvous(const std::string& coordinator_binary,
-                                    int ranks, const std::string& dataset) {
+// Starts `coordinator_binary`, registers `ranks` simulated workers, submits
+// a `ranks`-rank job and runs `body` on every rank once it is assigned.
+RendezvousResult OnCoordinator(const std::string& coordinator_binary, int ranks,
+                               const std::string& dataset,
+                               const CoordinatorRank& body) {
   RendezvousResult result;
   result.ranks = ranks;
   // The simulated workers do not heartbeat while they bootstrap (a real
@@ -159,7 +214,7 @@ RendezvousResult GradsyncRendezvous(const std::string& coordinator_binary,
   for (int i = 0; i < ranks; ++i) {
     threads.emplace_back([&, i] {
       go.WaitForNotification();
-      GradsyncRank(sims[i], ranks, start, timeline, i);
+      AssignedRank(sims[i], ranks, start, timeline, i, body);
     });
   }
   const absl::StatusOr<ProcessUse> before = (*coordinator)->Use();
@@ -180,36 +235,22 @@ RendezvousResult GradsyncRendezvous(const std::string& coordinator_binary,
   return result;
 }
 
-RendezvousResult TcpStoreRendezvous(int ranks) {
-  RendezvousResult result;
-  result.ranks = ranks;
 #if GRADSYNC_BENCH_WITH_TORCH
+// Runs `body(rank, port, start, timeline)` on `ranks` threads against one
+// TCPStore server in this process; an exception fails the rank.
+RendezvousResult OnTcpStore(
+    int ranks,
+    const std::function<void(int, uint16_t, absl::Time, Timeline&)>& body) {
+  RendezvousResult result;
   const std::unique_ptr<c10d::TCPStore> server = TcpStoreServer();
   const uint16_t port = server->getPort();
-  std::vector<std::string> keys;
-  for (int r = 0; r < ranks; ++r) keys.push_back(AddressKey(r));
   Timeline timeline(ranks);
   const absl::Time start = absl::Now();
   std::vector<std::thread> threads;
   for (int rank = 0; rank < ranks; ++rank) {
     threads.emplace_back([&, rank] {
       try {
-        const std::unique_ptr<c10d::TCPStore> store =
-            TcpStoreClient(port, std::chrono::milliseconds(kWaitMs));
-        c10d::TCPStore& client = *store;
-        timeline.assigned[rank] = MsSince(start);
-        const std::string address =
-            absl::StrCat("rdv-", rank / kRanksPerHost, ":", 29500 + rank);
-        client.set(AddressKey(rank),
-                   std::vector<uint8_t>(address.begin(), address.end()));
-        client.wait(keys);
-        for (const std::string& key : keys) (void)client.get(key);
-        timeline.addresses[rank] = MsSince(start);
-        if (client.add("bootstrap/arrived", 1) == ranks) {
-          client.set("bootstrap/done", std::vector<uint8_t>{1});
-        }
-        client.wait({"bootstrap/done"});
-        timeline.past_barrier[rank] = MsSince(start);
+        body(rank, port, start, timeline);
       } catch (const std::exception& e) {
         timeline.Fail(absl::StrCat("rank ", rank, ": ", e.what()));
       }
@@ -217,11 +258,88 @@ RendezvousResult TcpStoreRendezvous(int ranks) {
   }
   for (auto& t : threads) t.join();
   timeline.Fill(result);
-#else
-  result.errors = ranks;
-  result.first_error = "not built (LibTorch not found)";
-#endif
   return result;
+}
+#endif
+
+RendezvousResult NotBuilt(int ranks) {
+  RendezvousResult result;
+  result.ranks = ranks;
+  result.errors = ranks;
+  result.first_error = "not built (needs LibTorch and gloo)";
+  return result;
+}
+
+}  // namespace
+
+RendezvousResult GradsyncRendezvous(const std::string& coordinator_binary,
+                                    int ranks, const std::string& dataset) {
+  return OnCoordinator(coordinator_binary, ranks, dataset, AddressesAndBarrier);
+}
+
+RendezvousResult GradsyncGlooBootstrap(const std::string& coordinator_binary,
+                                       int ranks, const std::string& dataset) {
+#if GRADSYNC_BENCH_GLOO
+  return OnCoordinator(coordinator_binary, ranks, dataset,
+                       GlooCommunicatorRank);
+#else
+  (void)coordinator_binary;
+  (void)dataset;
+  return NotBuilt(ranks);
+#endif
+}
+
+RendezvousResult TcpStoreRendezvous(int ranks) {
+#if GRADSYNC_BENCH_WITH_TORCH
+  std::vector<std::string> keys;
+  for (int r = 0; r < ranks; ++r) keys.push_back(AddressKey(r));
+  return OnTcpStore(ranks, [&](int rank, uint16_t port, absl::Time start,
+                               Timeline& timeline) {
+    const auto store = TcpStoreClient(port, std::chrono::milliseconds(kWaitMs));
+    c10d::TCPStore& client = *store;
+    timeline.assigned[rank] = MsSince(start);
+    const std::string address =
+        absl::StrCat("rdv-", rank / kRanksPerHost, ":", 29500 + rank);
+    client.set(AddressKey(rank),
+               std::vector<uint8_t>(address.begin(), address.end()));
+    client.wait(keys);
+    for (const std::string& key : keys) (void)client.get(key);
+    timeline.addresses[rank] = MsSince(start);
+    if (client.add("bootstrap/arrived", 1) == ranks) {
+      client.set("bootstrap/done", std::vector<uint8_t>{1});
+    }
+    client.wait({"bootstrap/done"});
+    timeline.past_barrier[rank] = MsSince(start);
+  });
+#else
+  return NotBuilt(ranks);
+#endif
+}
+
+RendezvousResult TorchGlooBootstrap(int ranks) {
+#if GRADSYNC_BENCH_GLOO
+  return OnTcpStore(ranks, [&](int rank, uint16_t port, absl::Time start,
+                               Timeline& timeline) {
+    const std::chrono::milliseconds timeout(kWaitMs);
+    const c10::intrusive_ptr<c10d::Store> store = TcpStoreClient(port, timeout);
+    timeline.assigned[rank] = MsSince(start);
+    auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+    options->devices.push_back(
+        c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    options->threads = 1;
+    auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, ranks,
+                                                             options);
+    timeline.addresses[rank] = MsSince(start);
+    std::vector<at::Tensor> one = {torch::ones({1})};
+    group->allreduce(one)->wait();
+    if (one[0].item<float>() != ranks) {
+      throw std::runtime_error("all-reduce gave the wrong sum");
+    }
+    timeline.past_barrier[rank] = MsSince(start);
+  });
+#else
+  return NotBuilt(ranks);
+#endif
 }
 
 }  // namespace gradsync::bench

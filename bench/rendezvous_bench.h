@@ -5,6 +5,9 @@
 // TCPStore from LibTorch, the way torchrun's c10d rendezvous and a
 // process group's bootstrap use it. One thread per rank on both sides.
 //
+// And the bootstrap of real gloo communicators, ours (gloo_mesh.h) through
+// the coordinator against c10d's ProcessGroupGloo through a TCPStore.
+//
 // Thread-compatible: call one at a time.
 #pragma once
 
@@ -39,5 +42,19 @@ RendezvousResult GradsyncRendezvous(const std::string& coordinator_binary,
 // store barrier does. Returns errors = ranks and a note when LibTorch was
 // not built in.
 RendezvousResult TcpStoreRendezvous(int ranks);
+
+// As GradsyncRendezvous, but each rank makes the gloo communicator a worker
+// makes (through its RemoteStore: the hello round, the mesh, gloo's
+// barrier), then all-reduces one float. addresses_ms: the last rank's
+// communicator made; barrier_ms: the last rank's all-reduce done.
+RendezvousResult GradsyncGlooBootstrap(const std::string& coordinator_binary,
+                                       int ranks, const std::string& dataset);
+
+// The same with c10d: each rank connects a TCPStore client and constructs
+// a ProcessGroupGloo (one device on loopback, one thread), whose
+// constructor runs gloo's connectFullMesh through the store, then
+// all-reduces one float. Needs LibTorch and gloo (errors = ranks and a note
+// otherwise).
+RendezvousResult TorchGlooBootstrap(int ranks);
 
 }  // namespace gradsync::bench

@@ -11,13 +11,13 @@ std::unique_ptr<c10d::TCPStore> TcpStoreServer() {
   return std::make_unique<c10d::TCPStore>("127.0.0.1", opts);
 }
 
-std::unique_ptr<c10d::TCPStore> TcpStoreClient(
+c10::intrusive_ptr<c10d::TCPStore> TcpStoreClient(
     uint16_t port, std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions opts;
   opts.port = port;
   opts.waitWorkers = false;
   opts.timeout = timeout;
-  return std::make_unique<c10d::TCPStore>("127.0.0.1", opts);
+  return c10::make_intrusive<c10d::TCPStore>("127.0.0.1", opts);
 }
 
 }  // namespace gradsync::bench

@@ -14,8 +14,9 @@ namespace gradsync::bench {
 
 // The server store, not waiting for clients; its port is getPort().
 std::unique_ptr<c10d::TCPStore> TcpStoreServer();
-// A client of the server at `port` whose blocking calls wait `timeout`.
-std::unique_ptr<c10d::TCPStore> TcpStoreClient(
+// A client of the server at `port` whose blocking calls wait `timeout`
+// (intrusive, as c10d's process groups hold their store).
+c10::intrusive_ptr<c10d::TCPStore> TcpStoreClient(
     uint16_t port, std::chrono::milliseconds timeout);
 
 }  // namespace gradsync::bench

@@ -17,8 +17,8 @@ using MakeComm = std::function<absl::StatusOr<std::unique_ptr<Communicator>>(
 
 void RunThreads(Backend backend, int world, absl::Duration timeout,
                 const std::function<void(int, Communicator&)>& body,
-                const MakeComm& make) {
-  auto store = std::make_shared<MemoryStore>();
+                const MakeComm& make, std::shared_ptr<Store> store = nullptr) {
+  if (store == nullptr) store = std::make_shared<MemoryStore>();
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
@@ -75,11 +75,11 @@ void RunRanks(Backend backend, int world, absl::Duration timeout,
 #if GRADSYNC_WITH_GLOO
 void RunGlooRanks(int world, absl::Duration timeout,
                   const std::function<void(int, Communicator&)>& body,
-                  const GlooOptions& gloo) {
-  RunThreads(Backend::kGloo, world, timeout, body,
-             [&gloo](const CommOptions& o) {
-               return CreateGlooCommunicator(o, gloo);
-             });
+                  const GlooOptions& gloo, std::shared_ptr<Store> store) {
+  RunThreads(
+      Backend::kGloo, world, timeout, body,
+      [&gloo](const CommOptions& o) { return CreateGlooCommunicator(o, gloo); },
+      std::move(store));
 }
 #endif
 

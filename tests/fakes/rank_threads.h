@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "coordinator/store/store.h"
 #include "gradsync/config.h"
 #include "worker/comm/communicator.h"
 
@@ -28,10 +29,12 @@ namespace gradsync {
 void RunRanks(Backend backend, int world, absl::Duration timeout,
               const std::function<void(int rank, Communicator&)>& body);
 #if GRADSYNC_WITH_GLOO
-// The same over gloo communicators made with `gloo`.
+// The same over gloo communicators made with `gloo`, bootstrapped through
+// `store` (a new MemoryStore when null).
 void RunGlooRanks(int world, absl::Duration timeout,
                   const std::function<void(int rank, Communicator&)>& body,
-                  const GlooOptions& gloo);
+                  const GlooOptions& gloo,
+                  std::shared_ptr<Store> store = nullptr);
 #endif
 
 // Where rank r of a `backend` group computes: cuda:r for NCCL, the CPU for

@@ -9,6 +9,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <atomic>
+#include <vector>
+
 #include "coordinator/store/memory_store.h"
 #include "gradsync/config.h"
 #include "tests/fakes/rank_threads.h"
@@ -257,6 +260,85 @@ TEST(GlooRendezvousTest, NamesRanksThatNeverJoined) {
   auto comm = CreateGlooCommunicator(o);
   EXPECT_EQ(comm.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(comm.status().message().find("rank(s) 1, 2 of 3 never joined"),
+            std::string::npos)
+      << comm.status();
+}
+
+// A store that counts the reads the gloo bootstrap makes of the base store.
+class CountingStore : public Store {
+ public:
+  explicit CountingStore(std::shared_ptr<Store> base)
+      : base_(std::move(base)) {}
+  absl::Status Set(const std::string& key, const std::string& value) override {
+    return base_->Set(key, value);
+  }
+  absl::StatusOr<std::string> Get(const std::string& key,
+                                  absl::Duration timeout) override {
+    ++gets;
+    return base_->Get(key, timeout);
+  }
+  absl::StatusOr<int64_t> Add(const std::string& key, int64_t delta) override {
+    return base_->Add(key, delta);
+  }
+  absl::Status Wait(const std::vector<std::string>& keys,
+                    absl::Duration timeout) override {
+    return base_->Wait(keys, timeout);
+  }
+  absl::StatusOr<std::vector<std::string>> MultiGet(
+      const std::vector<std::string>& keys, absl::Duration timeout) override {
+    ++multi_gets;
+    int most = largest_multi_get;
+    while (static_cast<int>(keys.size()) > most &&
+           !largest_multi_get.compare_exchange_weak(most, keys.size())) {
+    }
+    return base_->MultiGet(keys, timeout);
+  }
+
+  std::atomic<int> gets{0};
+  std::atomic<int> multi_gets{0};
+  std::atomic<int> largest_multi_get{0};
+
+ private:
+  const std::shared_ptr<Store> base_;
+};
+
+// gloo's own connectFullMesh makes a wait and a get per peer (2n(n-1) calls
+// through the coordinator); gradsync's mesh reads the peers' keys with
+// ceil((n-1) / batch) MultiGets per rank and no single gets, and the mesh
+// it connects carries a sum.
+TEST(GlooBootstrapTest, ReadsPeersInBatchedMultiGets) {
+  constexpr int kWorld = 5;
+  auto store = std::make_shared<CountingStore>(std::make_shared<MemoryStore>());
+  GlooOptions gloo;
+  gloo.bootstrap_batch_keys = 2;
+  RunGlooRanks(
+      kWorld, absl::Seconds(60),
+      [&](int rank, Communicator& comm) {
+        at::Tensor t = torch::full({3}, static_cast<float>(rank));
+        ASSERT_TRUE(comm.AllReduce(t, ReduceOp::kSum).ok());
+        EXPECT_TRUE(torch::equal(t, torch::full({3}, 10.0f))) << t;
+      },
+      gloo, store);
+  EXPECT_EQ(store->gets, 0);
+  EXPECT_EQ(store->multi_gets, kWorld * 2);  // 4 peers, 2 per batch
+  EXPECT_EQ(store->largest_multi_get, 2);
+}
+
+// A peer's mesh key that is not one of this group's (another build, another
+// world size) is reported with the rank that wrote it, not read out of
+// bounds.
+TEST(GlooBootstrapTest, RejectsAMalformedPeerKey) {
+  auto store = std::make_shared<MemoryStore>();
+  ASSERT_TRUE(store->Set("gloo/hello/1", "127.0.0.1").ok());
+  ASSERT_TRUE(store->Set("gloo/mesh/1", "junk").ok());
+  CommOptions o;
+  o.rank = 0;
+  o.size = 2;
+  o.store = store;
+  o.timeout = absl::Seconds(10);
+  auto comm = CreateGlooCommunicator(o);
+  EXPECT_EQ(comm.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(comm.status().message().find("rank 1's mesh key has 4 bytes"),
             std::string::npos)
       << comm.status();
 }

@@ -5,9 +5,6 @@
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/math.h>
-#include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/store.h>
-#include <gloo/transport/tcp/device.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -23,6 +20,7 @@
 #include "coordinator/store/prefix_store.h"
 #include "worker/comm/gloo/gloo_allreduce.h"
 #include "worker/comm/gloo/gloo_error.h"
+#include "worker/comm/gloo/gloo_mesh.h"
 
 namespace gradsync {
 namespace {
@@ -58,40 +56,9 @@ std::chrono::milliseconds Millis(absl::Duration d) {
   return std::chrono::milliseconds(absl::ToInt64Milliseconds(d));
 }
 
-// gloo::rendezvous::Store over a gradsync Store; failures throw, as gloo
-// expects.
-class GlooStore : public gloo::rendezvous::Store {
- public:
-  GlooStore(std::shared_ptr<gradsync::Store> store, absl::Duration timeout)
-      : store_(std::move(store)), timeout_(timeout) {}
-  void set(const std::string& key, const std::vector<char>& data) override {
-    Check(store_->Set(key, std::string(data.begin(), data.end())));
-  }
-  std::vector<char> get(const std::string& key) override {
-    absl::StatusOr<std::string> v = store_->Get(key, timeout_);
-    Check(v.status());
-    return std::vector<char>(v->begin(), v->end());
-  }
-  void wait(const std::vector<std::string>& keys) override {
-    Check(store_->Wait(keys, timeout_));
-  }
-  void wait(const std::vector<std::string>& keys,
-            const std::chrono::milliseconds& timeout) override {
-    Check(store_->Wait(keys, absl::FromChrono(timeout)));
-  }
-
- private:
-  static void Check(const absl::Status& s) {
-    if (!s.ok()) throw std::runtime_error(std::string(s.message()));
-  }
-  std::shared_ptr<gradsync::Store> store_;
-  const absl::Duration timeout_;
-};
-
 class GlooCommunicator : public Communicator {
  public:
-  GlooCommunicator(const CommOptions& o,
-                   std::shared_ptr<gloo::rendezvous::Context> context,
+  GlooCommunicator(const CommOptions& o, std::shared_ptr<gloo::Context> context,
                    std::unique_ptr<GlooAllreduce> allreduce)
       : Communicator(o.rank, o.size, o.store, o.timeout),
         context_(std::move(context)),
@@ -229,7 +196,7 @@ class GlooCommunicator : public Communicator {
   }
 
   std::atomic<bool> failed_{false};
-  std::shared_ptr<gloo::rendezvous::Context> context_;
+  std::shared_ptr<gloo::Context> context_;
   std::unique_ptr<GlooAllreduce> allreduce_;
 };
 
@@ -267,22 +234,31 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
         ": rank(s) ", absl::StrJoin(missing, ", "), " of ", o.size,
         " never joined"));
   }
+  GlooMeshOptions mesh;
+  mesh.rank = o.rank;
+  mesh.size = o.size;
+  mesh.interface = o.hostname;
+  mesh.store = store;
+  mesh.timeout = o.timeout;
+  mesh.batch_keys = gloo.bootstrap_batch_keys;
+  absl::StatusOr<std::shared_ptr<gloo::Context>> context =
+      ConnectGlooMesh(mesh);
+  if (!context.ok()) {
+    return absl::Status(
+        context.status().code(),
+        absl::StrCat("gloo: cannot connect rank ", o.rank, " of ", o.size,
+                     " from ", o.hostname, ": ", context.status().message()));
+  }
   try {
-    gloo::transport::tcp::attr attr(o.hostname.c_str());
-    auto device = gloo::transport::tcp::CreateDevice(attr);
-    auto context = std::make_shared<gloo::rendezvous::Context>(o.rank, o.size);
-    context->setTimeout(Millis(o.timeout));
-    GlooStore adapter(store, o.timeout);
-    context->connectFullMesh(adapter, device);
     auto allreduce =
-        std::make_unique<GlooAllreduce>(context, gloo.segment_bytes);
+        std::make_unique<GlooAllreduce>(*context, gloo.segment_bytes);
     // Every rank's receive buffers are registered once this returns.
-    gloo::BarrierOptions barrier(context);
+    gloo::BarrierOptions barrier(*context);
     barrier.setTag(0);  // collectives use their sequence number, from 1
     barrier.setTimeout(Millis(o.timeout));
     gloo::barrier(barrier);
     return std::unique_ptr<Communicator>(
-        new GlooCommunicator(o, context, std::move(allreduce)));
+        new GlooCommunicator(o, *context, std::move(allreduce)));
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("gloo: cannot connect rank ",
                                                o.rank, " of ", o.size, " from ",
