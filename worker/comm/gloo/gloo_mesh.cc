@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "worker/comm/gloo/gloo_error.h"
 
 namespace gradsync {
@@ -181,13 +182,14 @@ absl::StatusOr<std::shared_ptr<gloo::Context>> ConnectGlooMesh(
     }
     std::vector<std::pair<int, Address>> remotes;
     int local_rank = 0;
+    const absl::Time deadline = absl::Now() + o.timeout;  // for all batches
     for (size_t begin = 0; begin < peers.size(); begin += o.batch_keys) {
       const size_t end =
           std::min(peers.size(), begin + static_cast<size_t>(o.batch_keys));
       std::vector<std::string> keys;
       for (size_t i = begin; i < end; ++i) keys.push_back(KeyOf(peers[i]));
-      absl::StatusOr<std::vector<std::string>> values =
-          o.store->MultiGet(keys, o.timeout);
+      absl::StatusOr<std::vector<std::string>> values = o.store->MultiGet(
+          keys, std::max(deadline - absl::Now(), absl::ZeroDuration()));
       if (!values.ok()) return values.status();
       for (size_t i = begin; i < end; ++i) {
         const int peer = peers[i];

@@ -15,8 +15,9 @@
 //
 // Contract: every rank of the group calls it with the same size, store and
 // batch_keys and distinct ranks; the hostnames decide each pair's local
-// rank as gloo's do. Waits are bounded by `timeout`; a rank whose key never
-// appears fails the call with the store's DEADLINE_EXCEEDED naming its key.
+// rank as gloo's do. Reading the peers' keys takes at most `timeout` in
+// all, each connect at most `timeout`; a rank whose key never appears
+// fails the call with the store's DEADLINE_EXCEEDED naming its key.
 // Keys are written under "mesh/" of `store`, once per group.
 // Thread safety: one call per rank; the store must be thread-safe.
 #pragma once
