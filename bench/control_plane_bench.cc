@@ -533,22 +533,28 @@ int main(int argc, char** argv) {
                               ramp, kv_clients, client_threads, watchers,
                               dataset);
   }
-  auto print = [](const char* who, const gradsync::bench::RendezvousResult& r,
-                  const char* have, const char* past) {
-    std::printf(
-        "  %-26s ranks know their rank %.0f ms, %s %.0f ms, %s %.0f ms; "
-        "errors %d%s%s\n",
-        who, r.assigned_ms, have, r.addresses_ms, past, r.barrier_ms, r.errors,
-        r.errors ? ": " : "", r.first_error.c_str());
-  };
-  auto compare = [](const gradsync::bench::RendezvousResult& ours,
-                    const gradsync::bench::RendezvousResult& theirs,
-                    const char* what) {
+  // One bootstrap scenario's figures: each side's times to its rank, to
+  // `have` and to `past`, the coordinator's use, and the ratio of the two
+  // sides' times to `past`.
+  using gradsync::bench::RendezvousResult;
+  auto report = [](const RendezvousResult& ours, const char* them,
+                   const RendezvousResult& theirs, const char* have,
+                   const char* past) {
+    for (const auto& [who, r] :
+         {std::pair<std::string, const RendezvousResult&>{
+              "gradsync (from submit):", ours},
+          {absl::StrCat(them, ":"), theirs}}) {
+      std::printf(
+          "  %-26s ranks know their rank %.0f ms, %s %.0f ms, %s %.0f ms; "
+          "errors %d%s%s\n",
+          who.c_str(), r.assigned_ms, have, r.addresses_ms, past, r.barrier_ms,
+          r.errors, r.errors ? ": " : "", r.first_error.c_str());
+    }
     std::printf("  %-26s CPU %.2f s, peak RSS %.0f MB\n",
                 "gradsync coordinator:", ours.server_cpu_seconds,
                 ours.server_peak_rss_mb);
     if (ours.errors == 0 && theirs.errors == 0) {
-      std::printf("  ratio %s: %.2f\n", what,
+      std::printf("  ratio %s / gradsync time to %s: %.2f\n", them, past,
                   theirs.barrier_ms / ours.barrier_ms);
     }
   };
@@ -559,12 +565,9 @@ int main(int argc, char** argv) {
         rendezvous_ranks);
     const auto ours = gradsync::bench::GradsyncRendezvous(
         coordinator, rendezvous_ranks, dataset);
-    print("gradsync (from submit):", ours, "hold every address",
-          "all past the barrier");
     const auto theirs = gradsync::bench::TcpStoreRendezvous(rendezvous_ranks);
-    print("c10d TCPStore:", theirs, "hold every address",
-          "all past the barrier");
-    compare(ours, theirs, "TCPStore / gradsync time to all past barrier");
+    report(ours, "c10d TCPStore", theirs, "hold every address",
+           "all past the barrier");
   }
   if (gloo_ranks > 0) {
     std::printf(
@@ -573,12 +576,9 @@ int main(int argc, char** argv) {
         gloo_ranks);
     const auto ours = gradsync::bench::GradsyncGlooBootstrap(
         coordinator, gloo_ranks, dataset);
-    print("gradsync (from submit):", ours, "mesh connected", "all-reduce done");
     const auto theirs = gradsync::bench::TorchGlooBootstrap(gloo_ranks);
-    print("c10d ProcessGroupGloo:", theirs, "mesh connected",
-          "all-reduce done");
-    compare(ours, theirs,
-            "ProcessGroupGloo / gradsync time to all-reduce done");
+    report(ours, "c10d ProcessGroupGloo", theirs, "mesh connected",
+           "all-reduce done");
   }
   std::printf(
       "\n== store set+get, %d closed-loop clients, 64-byte values, "
