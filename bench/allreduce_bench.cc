@@ -2,7 +2,9 @@
 // process per rank; bench/allreduce_vs_torch.py starts them). Sweeps float32
 // sizes from 1 KB to 64 MB with warm-up, checks the result, and prints per
 // size the time per all-reduce, algbw = bytes / time and busbw = algbw *
-// 2(n-1)/n (the nccl-tests definitions).
+// 2(n-1)/n (the nccl-tests definitions). --transport picks the all-reduce's
+// path: shared memory between the ranks (the default for ranks on one
+// host; the run fails if the ranks cannot share it) or TCP.
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +20,8 @@ int main(int argc, char** argv) {
   std::string store_dir;
   int64_t max_bytes = 64 << 20;
   size_t segment_bytes = gradsync::GlooOptions().segment_bytes;
+  size_t chunk_bytes = gradsync::GlooOptions().shared_memory_chunk_bytes;
+  std::string transport = "shm";
   CLI::App app{"gradsync all-reduce benchmark (one rank)"};
   app.add_option("--rank", rank)->required();
   app.add_option("--world", world)->required();
@@ -28,6 +32,12 @@ int main(int argc, char** argv) {
   app.add_option("--segment-bytes", segment_bytes,
                  "gloo all-reduce segment size (GlooOptions)")
       ->capture_default_str();
+  app.add_option("--transport", transport, "all-reduce path: shm or tcp")
+      ->check(CLI::IsMember({"shm", "tcp"}))
+      ->capture_default_str();
+  app.add_option("--shm-chunk-bytes", chunk_bytes,
+                 "shared-memory all-reduce chunk size (GlooOptions)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   torch::set_num_threads(1);
   gradsync::CommOptions o;
@@ -36,9 +46,15 @@ int main(int argc, char** argv) {
   o.store = std::make_shared<gradsync::FileStore>(store_dir);
   gradsync::GlooOptions gloo;
   gloo.segment_bytes = segment_bytes;
+  gloo.shared_memory = transport == "shm";
+  gloo.shared_memory_chunk_bytes = chunk_bytes;
   auto comm = gradsync::CreateGlooCommunicator(o, gloo);
   if (!comm.ok()) {
     std::fprintf(stderr, "%s\n", comm.status().ToString().c_str());
+    return 1;
+  }
+  if (gradsync::AllReducesThroughSharedMemory(**comm) != gloo.shared_memory) {
+    std::fprintf(stderr, "the ranks could not share memory\n");
     return 1;
   }
   if (rank == 0) std::printf("bytes,seconds,algbw_GBps,busbw_GBps\n");

@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """All-reduce benchmark against the anchor (a script, not a test): 2 ranks
-on loopback, float32 sizes 1 KB .. 64 MB, gradsync's gloo communicator
+on one host, float32 sizes 1 KB .. 64 MB, gradsync's gloo communicator
 (gradsync-bench-allreduce, one process per rank) vs torch.distributed gloo
-all_reduce (python3-torch, one process per rank), same run. Prints algbw and
-busbw (nccl-tests definitions) and the ratio gradsync / torch per size.
+all_reduce (python3-torch, one process per rank), same run. gradsync runs
+twice: through shared memory (its default for ranks on one host) and over
+loopback TCP (what ranks on different hosts use). Prints algbw and busbw
+(nccl-tests definitions) and the ratio gradsync / torch per size.
 The same run measures the ceiling, bare loopback TCP one way ("stream")
 and both ways at once ("exchange"), and prints gradsync's busbw against it.
 Small-message latency on a small VM is dominated by thread wake-ups and
@@ -133,14 +135,16 @@ def run_tcp(a):
                     (line.strip().split(",") for line in f)}
 
 
-def run_gradsync(a):
-    """One run of gradsync-bench-allreduce: {bytes: seconds}."""
+def run_gradsync(a, transport):
+    """One run of gradsync-bench-allreduce over `transport` (shm or tcp):
+    {bytes: seconds}."""
     with tempfile.TemporaryDirectory() as tmp:
         store = os.path.join(tmp, "store")
         procs = [subprocess.Popen(
             [os.path.join(a.bin, "gradsync-bench-allreduce"), "--rank", str(r),
              "--world", "2", "--store", store, "--max-bytes", str(a.max_bytes),
-             "--iters", str(a.iters)], stdout=subprocess.PIPE, text=True)
+             "--iters", str(a.iters), "--transport", transport],
+            stdout=subprocess.PIPE, text=True)
             for r in range(2)]
         out = procs[0].communicate()[0]
         if procs[1].wait() != 0 or procs[0].returncode != 0:
@@ -182,44 +186,47 @@ def main():
     if a.tcp_rank is not None:
         tcp_rank(a.tcp_rank, a.init, a.max_bytes, a.iters, a.out)
         return 0
-    ours, theirs, stream, exchange = {}, {}, {}, {}
+    shm, tcp, theirs, stream, exchange = {}, {}, {}, {}, {}
     for r in range(a.rounds):
-        for size, s in run_gradsync(a).items():
-            ours.setdefault(size, []).append(s)
+        for size, s in run_gradsync(a, "shm").items():
+            shm.setdefault(size, []).append(s)
+        for size, s in run_gradsync(a, "tcp").items():
+            tcp.setdefault(size, []).append(s)
         for size, s in run_torch(a).items():
             theirs.setdefault(size, []).append(s)
         for size, (st, ex) in run_tcp(a).items():
             stream.setdefault(size, []).append(st)
             exchange.setdefault(size, []).append(ex)
         print(f"round {r + 1}/{a.rounds} done", file=sys.stderr, flush=True)
-    ours = {k: statistics.median(v) for k, v in ours.items()}
-    theirs = {k: statistics.median(v) for k, v in theirs.items()}
-    stream = {k: statistics.median(v) for k, v in stream.items()}
-    exchange = {k: statistics.median(v) for k, v in exchange.items()}
-    print(f"== all-reduce, 2 ranks on loopback, float32, sum, median of "
-          f"{a.rounds} alternating rounds ==")
-    print(f"{'bytes':>10}  {'gradsync us':>11}  {'algbw GB/s':>10}  "
-          f"{'busbw GB/s':>10}  {'torch us':>9}  {'algbw GB/s':>10}  "
-          f"{'busbw GB/s':>10}  {'ratio':>6}")
-    for size in sorted(ours):
-        g, t = ours[size], theirs[size]
-        ga, ta = size / g / 1e9, size / t / 1e9
-        print(f"{size:>10}  {g * 1e6:>11.1f}  {ga:>10.3f}  {ga:>10.3f}  "
-              f"{t * 1e6:>9.1f}  {ta:>10.3f}  {ta:>10.3f}  {t / g:>5.2f}x")
+    shm, tcp, theirs, stream, exchange = (
+        {k: statistics.median(v) for k, v in d.items()}
+        for d in (shm, tcp, theirs, stream, exchange))
+    print(f"== all-reduce, 2 ranks on one host, float32, sum, median of "
+          f"{a.rounds} alternating rounds (busbw GB/s; time us) ==")
+    print(f"{'bytes':>10}  {'shm us':>8}  {'shm busbw':>9}  {'tcp us':>8}  "
+          f"{'tcp busbw':>9}  {'torch us':>9}  {'torch busbw':>11}  "
+          f"{'shm/torch':>9}  {'tcp/torch':>9}")
+    for size in sorted(shm):
+        g, c, t = shm[size], tcp[size], theirs[size]
+        print(f"{size:>10}  {g * 1e6:>8.1f}  {size / g / 1e9:>9.3f}  "
+              f"{c * 1e6:>8.1f}  {size / c / 1e9:>9.3f}  {t * 1e6:>9.1f}  "
+              f"{size / t / 1e9:>11.3f}  {t / g:>8.2f}x  {t / c:>8.2f}x")
     print("(busbw = algbw * 2(n-1)/n = algbw for n = 2; ratio = torch time / "
-          "gradsync time, > 1 means gradsync is faster)")
+          "gradsync time, > 1 means gradsync is faster; shm: gradsync's "
+          "default for ranks on one host, tcp: ranks on different hosts)")
     print()
     print("== ceiling: bare loopback TCP, same run (GB/s) ==")
     print(f"{'bytes':>10}  {'stream':>7}  {'exchange':>8}  "
-          f"{'gradsync busbw / stream':>23}  {'/ exchange':>10}")
-    for size in sorted(ours):
-        g = size / ours[size] / 1e9
+          f"{'shm busbw / stream':>18}  {'tcp busbw / stream':>18}  "
+          f"{'tcp / exchange':>14}")
+    for size in sorted(shm):
         st, ex = size / stream[size] / 1e9, size / exchange[size] / 1e9
-        print(f"{size:>10}  {st:>7.3f}  {ex:>8.3f}  {g / st:>23.2f}  "
-              f"{g / ex:>10.2f}")
+        g, c = size / shm[size] / 1e9, size / tcp[size] / 1e9
+        print(f"{size:>10}  {st:>7.3f}  {ex:>8.3f}  {g / st:>18.2f}  "
+              f"{c / st:>18.2f}  {c / ex:>14.2f}")
     print("(stream: the bytes one way; exchange: the same bytes both ways at "
-          "once, what a 2-rank all-reduce moves at least; goal busbw >= 0.7 "
-          "of the stream from 4 MB)")
+          "once, what a 2-rank all-reduce over TCP moves at least; goal busbw "
+          ">= 0.7 of the stream from 4 MB)")
     return 0
 
 

@@ -262,7 +262,7 @@ RendezvousResult OnTcpStore(
 }
 #endif
 
-RendezvousResult NotBuilt(int ranks) {
+[[maybe_unused]] RendezvousResult NotBuilt(int ranks) {
   RendezvousResult result;
   result.ranks = ranks;
   result.errors = ranks;

@@ -76,9 +76,19 @@ void RunRanks(Backend backend, int world, absl::Duration timeout,
 void RunGlooRanks(int world, absl::Duration timeout,
                   const std::function<void(int, Communicator&)>& body,
                   const GlooOptions& gloo, std::shared_ptr<Store> store) {
+  RunGlooRanks(
+      world, timeout, body, [&gloo](int) { return gloo; }, std::move(store));
+}
+
+void RunGlooRanks(int world, absl::Duration timeout,
+                  const std::function<void(int, Communicator&)>& body,
+                  const std::function<GlooOptions(int rank)>& gloo_of,
+                  std::shared_ptr<Store> store) {
   RunThreads(
       Backend::kGloo, world, timeout, body,
-      [&gloo](const CommOptions& o) { return CreateGlooCommunicator(o, gloo); },
+      [&gloo_of](const CommOptions& o) {
+        return CreateGlooCommunicator(o, gloo_of(o.rank));
+      },
       std::move(store));
 }
 #endif

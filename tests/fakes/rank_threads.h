@@ -35,6 +35,11 @@ void RunGlooRanks(int world, absl::Duration timeout,
                   const std::function<void(int rank, Communicator&)>& body,
                   const GlooOptions& gloo,
                   std::shared_ptr<Store> store = nullptr);
+// The same with each rank's options from gloo_of(rank).
+void RunGlooRanks(int world, absl::Duration timeout,
+                  const std::function<void(int rank, Communicator&)>& body,
+                  const std::function<GlooOptions(int rank)>& gloo_of,
+                  std::shared_ptr<Store> store = nullptr);
 #endif
 
 // Where rank r of a `backend` group computes: cuda:r for NCCL, the CPU for

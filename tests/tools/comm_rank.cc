@@ -8,11 +8,13 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_split.h"
 #include "coordinator/store/file_store.h"
 #include "worker/comm/communicator.h"
+#include "worker/comm/gloo/gloo_communicator.h"
 
 namespace {
 int Fail(const std::string& what) {
@@ -31,6 +33,15 @@ int main(int argc, char** argv) {
   o.timeout = mode == "die" ? absl::Seconds(2) : absl::Seconds(60);
   auto comm = gradsync::CreateCommunicator(gradsync::Backend::kGloo, o);
   if (!comm.ok()) return Fail(comm.status().ToString());
+  // GRADSYNC_EXPECT_SHM=1 (0): the all-reduces must (must not) go through
+  // shared memory.
+  if (const char* expect = std::getenv("GRADSYNC_EXPECT_SHM")) {
+    const bool shares = gradsync::AllReducesThroughSharedMemory(**comm);
+    if (shares != (std::string(expect) == "1")) {
+      return Fail(shares ? "all-reduces through shared memory, expected TCP"
+                         : "all-reduces over TCP, expected shared memory");
+    }
+  }
   const int w = o.size, r = o.rank;
   at::Tensor warm = torch::ones({16});
   if (!(*comm)->AllReduce(warm, gradsync::ReduceOp::kSum).ok() ||

@@ -218,6 +218,8 @@ void Task::Run() {
     } else {
       comm_owned_ = std::move(*created);
       comm_ = comm_owned_.get();
+      Log(absl::StrFormat("%s rank %d of %d: %s", a.job_id(), a.rank(),
+                          a.world_size(), comm_owned_->transport()));
     }
   }
   TrainContext c;

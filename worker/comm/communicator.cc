@@ -24,7 +24,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
   switch (backend) {
     case Backend::kGloo:
 #if GRADSYNC_WITH_GLOO
-      return CreateGlooCommunicator(options);
+      return CreateGlooCommunicator(options, GlooOptionsFromEnv());
 #else
       return absl::UnimplementedError(
           "backend gloo: this build has no gloo (rebuild with "

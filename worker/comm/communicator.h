@@ -76,6 +76,8 @@ class Communicator {
  public:
   virtual ~Communicator() = default;
   virtual Backend backend() const = 0;
+  // How the collectives travel, for logs ("nccl", "gloo over TCP, ...").
+  virtual std::string transport() const { return BackendName(backend()); }
   int rank() const { return rank_; }
   int size() const { return size_; }
   // Collectives entered so far (the last one's sequence number).
@@ -123,7 +125,8 @@ class Communicator {
 // fails at the timeout naming the ranks that never arrived.
 // INVALID_ARGUMENT for a bad rank/size or no store; UNIMPLEMENTED for a
 // backend this build lacks (GRADSYNC_WITH_GLOO / GRADSYNC_WITH_NCCL); for
-// kNccl, FAILED_PRECONDITION when this process sees no GPU. Backend details: gloo/gloo_communicator.h, nccl/nccl_communicator.h.
+// kNccl, FAILED_PRECONDITION when this process sees no GPU. Backend details:
+// gloo/gloo_communicator.h, nccl/nccl_communicator.h.
 absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
     Backend backend, const CommOptions& options);
 

@@ -10,11 +10,13 @@
 #include <torch/torch.h>
 
 #include <atomic>
+#include <tuple>
 #include <vector>
 
 #include "coordinator/store/memory_store.h"
 #include "gradsync/config.h"
 #include "tests/fakes/rank_threads.h"
+#include "tests/fakes/shm_probe.h"
 #include "worker/comm/devices.h"
 
 namespace gradsync {
@@ -129,15 +131,27 @@ INSTANTIATE_TEST_SUITE_P(Worlds, CommTest,
 
 #ifndef GRADSYNC_TEST_NCCL
 
-// The gloo all-reduce's two paths (one message to every peer up to the
-// segment size, the segmented ring above it) with a 4 KB segment, sizes
-// around it, chunks that do not divide evenly and both in one sequence (the
-// credits carry over): every rank gets the rank-order sum within float
-// tolerance and exactly the same bits as every other rank.
-class GlooAllReduceTest : public ::testing::TestWithParam<int> {};
+// The gloo all-reduce's paths: over TCP, one message to every peer up to
+// the segment size and the segmented ring above it (4 KB segments); through
+// shared memory, 4 KB chunks cut into a portion per rank. Sizes around
+// them, chunks that do not divide evenly and all in one sequence (the
+// credits and the alternating slot sets carry over): every rank gets the
+// rank-order sum within float tolerance and exactly the same bits as every
+// other rank.
+class GlooAllReduceTest
+    : public ::testing::TestWithParam<std::tuple<int, bool>> {
+ protected:
+  void SetUp() override {
+    if (shm() && !CanShareMemory()) {
+      GTEST_SKIP() << "this machine cannot create POSIX shared memory";
+    }
+  }
+  int world() const { return std::get<0>(GetParam()); }
+  bool shm() const { return std::get<1>(GetParam()); }
+};
 
 TEST_P(GlooAllReduceTest, EveryPathGivesTheSameSumOnEveryRank) {
-  const int world = GetParam();
+  const int world = this->world();
   constexpr size_t kSegment = 4096;
   struct Case {
     int64_t n;
@@ -157,9 +171,12 @@ TEST_P(GlooAllReduceTest, EveryPathGivesTheSameSumOnEveryRank) {
   };
   GlooOptions gloo;
   gloo.segment_bytes = kSegment;
+  gloo.shared_memory = shm();
+  gloo.shared_memory_chunk_bytes = kSegment;
   RunGlooRanks(
       world, absl::Seconds(60),
       [&](int rank, Communicator& comm) {
+        EXPECT_EQ(AllReducesThroughSharedMemory(comm), shm());
         for (size_t i = 0; i < cases.size(); ++i) {
           const Case& c = cases[i];
           at::Tensor t = input(rank, i, c);
@@ -183,18 +200,50 @@ TEST_P(GlooAllReduceTest, EveryPathGivesTheSameSumOnEveryRank) {
       gloo);
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, GlooAllReduceTest, ::testing::Values(2, 3, 4));
+INSTANTIATE_TEST_SUITE_P(
+    Worlds, GlooAllReduceTest,
+    ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Bool()),
+    [](const ::testing::TestParamInfo<std::tuple<int, bool>>& info) {
+      return std::to_string(std::get<0>(info.param)) +
+             (std::get<1>(info.param) ? "SharedMemory" : "Tcp");
+    });
 
-TEST(GlooOptionsTest, RejectsASegmentSizeThatIsNotAMultipleOfFour) {
-  CommOptions o;
-  o.store = std::make_shared<MemoryStore>();
-  GlooOptions gloo;
-  gloo.segment_bytes = 4097;
-  auto comm = CreateGlooCommunicator(o, gloo);
-  EXPECT_EQ(comm.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(comm.status().message().find("segment size 4097"),
-            std::string::npos)
-      << comm.status();
+// Shared memory is all or nothing: one rank that does not share it (here by
+// option; on another host because it cannot open rank 0's segment) puts
+// every rank's all-reduces on TCP, and they still agree.
+TEST(GlooSharedMemoryTest, OneRankWithoutItPutsEveryRankOnTcp) {
+  constexpr int kWorld = 3;
+  for (int holdout : {0, 2}) {  // rank 0 creates the segment; 2 joins it
+    RunGlooRanks(
+        kWorld, absl::Seconds(60),
+        [&](int rank, Communicator& comm) {
+          EXPECT_FALSE(AllReducesThroughSharedMemory(comm)) << "rank " << rank;
+          at::Tensor t = torch::full({1000}, static_cast<float>(rank));
+          ASSERT_TRUE(comm.AllReduce(t, ReduceOp::kSum).ok());
+          EXPECT_TRUE(torch::equal(t, torch::full({1000}, 3.0f))) << rank;
+        },
+        [holdout](int rank) {
+          GlooOptions gloo;
+          gloo.shared_memory = rank != holdout;
+          return gloo;
+        });
+  }
+}
+
+// Sizes the all-reduces cannot cut buffers by are refused up front.
+TEST(GlooOptionsTest, RejectsSizesThatAreNotWholeMultiples) {
+  GlooOptions segment, chunk;
+  segment.segment_bytes = 4097;
+  chunk.shared_memory_chunk_bytes = 1000;
+  for (const auto& [gloo, named] :
+       {std::pair{segment, "segment size 4097 is not a positive multiple of 4"},
+        std::pair{chunk, "chunk size 1000 is not a positive multiple of 64"}}) {
+    CommOptions o;
+    o.store = std::make_shared<MemoryStore>();
+    const absl::Status s = CreateGlooCommunicator(o, gloo).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(s.message().find(named), std::string::npos) << s;
+  }
 }
 
 #endif  // GRADSYNC_TEST_NCCL
@@ -305,7 +354,8 @@ class CountingStore : public Store {
 // gloo's own connectFullMesh makes a wait and a get per peer (2n(n-1) calls
 // through the coordinator); gradsync's mesh reads the peers' keys with
 // ceil((n-1) / batch) MultiGets per rank and no single gets, and the mesh
-// it connects carries a sum.
+// it connects carries a sum. The only single gets are of the shared-memory
+// segment's name, one by each rank but rank 0.
 TEST(GlooBootstrapTest, ReadsPeersInBatchedMultiGets) {
   constexpr int kWorld = 5;
   auto store = std::make_shared<CountingStore>(std::make_shared<MemoryStore>());
@@ -319,7 +369,7 @@ TEST(GlooBootstrapTest, ReadsPeersInBatchedMultiGets) {
         EXPECT_TRUE(torch::equal(t, torch::full({3}, 10.0f))) << t;
       },
       gloo, store);
-  EXPECT_EQ(store->gets, 0);
+  EXPECT_EQ(store->gets, kWorld - 1);
   EXPECT_EQ(store->multi_gets, kWorld * 2);  // 4 peers, 2 per batch
   EXPECT_EQ(store->largest_multi_get, 2);
 }

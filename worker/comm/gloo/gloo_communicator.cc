@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <mutex>
 #include <numeric>
 #include <stdexcept>
@@ -21,6 +22,7 @@
 #include "worker/comm/gloo/gloo_allreduce.h"
 #include "worker/comm/gloo/gloo_error.h"
 #include "worker/comm/gloo/gloo_mesh.h"
+#include "worker/comm/shm/shm_allreduce.h"
 
 namespace gradsync {
 namespace {
@@ -59,10 +61,12 @@ std::chrono::milliseconds Millis(absl::Duration d) {
 class GlooCommunicator : public Communicator {
  public:
   GlooCommunicator(const CommOptions& o, std::shared_ptr<gloo::Context> context,
-                   std::unique_ptr<GlooAllreduce> allreduce)
+                   std::unique_ptr<GlooAllreduce> allreduce,
+                   std::unique_ptr<ShmAllreduce> shm)
       : Communicator(o.rank, o.size, o.store, o.timeout),
         context_(std::move(context)),
-        allreduce_(std::move(allreduce)) {}
+        allreduce_(std::move(allreduce)),
+        shm_(std::move(shm)) {}
 
   // A rank that returns from its last collective may close its sockets
   // while a peer's thread has not yet woken to take the data that already
@@ -82,6 +86,10 @@ class GlooCommunicator : public Communicator {
   }
 
   Backend backend() const override { return Backend::kGloo; }
+  std::string transport() const override {
+    return shm_ != nullptr ? "gloo over TCP, all-reduce through shared memory"
+                           : "gloo over TCP";
+  }
 
   absl::Status AllReduce(at::Tensor& tensor, ReduceOp op) override {
     if (!tensor.device().is_cpu() || !tensor.is_contiguous()) {
@@ -105,9 +113,12 @@ class GlooCommunicator : public Communicator {
                          std::string(c10::toString(tensor.scalar_type()))));
     }
     const int64_t seq = Enter();
-    if (absl::Status s = allreduce_->Sum(tensor.data_ptr(), tensor.numel(),
-                                         tensor.element_size(), fn);
-        !s.ok()) {
+    const absl::Status s =
+        shm_ != nullptr ? shm_->Sum(tensor.data_ptr(), tensor.numel(),
+                                    tensor.element_size(), fn)
+                        : allreduce_->Sum(tensor.data_ptr(), tensor.numel(),
+                                          tensor.element_size(), fn);
+    if (!s.ok()) {
       return Failed("allreduce", seq, s);
     }
     if (op == ReduceOp::kAverage) tensor.div_(size_);
@@ -188,6 +199,8 @@ class GlooCommunicator : public Communicator {
     }
   }
 
+  bool shares_memory() const { return shm_ != nullptr; }
+
  private:
   absl::Status Failed(const std::string& op, int64_t seq,
                       const absl::Status& cause) {
@@ -198,9 +211,55 @@ class GlooCommunicator : public Communicator {
   std::atomic<bool> failed_{false};
   std::shared_ptr<gloo::Context> context_;
   std::unique_ptr<GlooAllreduce> allreduce_;
+  std::unique_ptr<ShmAllreduce> shm_;  // null: all-reduces over TCP
 };
 
+// The shared-memory all-reduce of a group whose ranks all share this
+// host's memory, or null (some rank could not join rank 0's segment, or the
+// group is out of range). Every rank of the group calls it after the mesh's
+// first barrier; the agreement is a sum over `tcp`.
+absl::StatusOr<std::unique_ptr<ShmAllreduce>> JoinSharedMemory(
+    const CommOptions& o, const GlooOptions& gloo,
+    const std::shared_ptr<Store>& store, GlooAllreduce& tcp) {
+  if (o.size < 2 || o.size > gloo.shared_memory_max_ranks) return nullptr;
+  ShmSegmentOptions so;
+  so.rank = o.rank;
+  so.size = o.size;
+  so.store = store;
+  so.timeout = o.timeout;
+  so.data_bytes =
+      ShmAllreduce::SegmentBytes(o.size, gloo.shared_memory_chunk_bytes);
+  so.enabled = gloo.shared_memory;
+  absl::StatusOr<std::unique_ptr<ShmSegment>> segment = ShmSegment::Join(so);
+  // Ranks that joined, summed over TCP (exact in float up to 2^24 ranks).
+  float joined = segment.ok() ? 1.0f : 0.0f;
+  if (absl::Status s =
+          tcp.Sum(&joined, 1, sizeof(float),
+                  static_cast<GlooAllreduce::ReduceFn>(&gloo::sum<float>));
+      !s.ok()) {
+    return s;
+  }
+  if (!segment.ok()) return nullptr;
+  (*segment)->Unlink();  // every rank has opened it, or given up
+  if (joined != static_cast<float>(o.size)) return nullptr;
+  return std::make_unique<ShmAllreduce>(std::move(*segment), o.rank, o.size,
+                                        gloo.shared_memory_chunk_bytes,
+                                        o.timeout);
+}
+
 }  // namespace
+
+GlooOptions GlooOptionsFromEnv() {
+  GlooOptions gloo;
+  const char* shm = std::getenv("GRADSYNC_GLOO_SHM");
+  if (shm != nullptr && std::string(shm) == "0") gloo.shared_memory = false;
+  return gloo;
+}
+
+bool AllReducesThroughSharedMemory(const Communicator& comm) {
+  const auto* gloo = dynamic_cast<const GlooCommunicator*>(&comm);
+  return gloo != nullptr && gloo->shares_memory();
+}
 
 absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
     const CommOptions& o, const GlooOptions& gloo) {
@@ -213,6 +272,12 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
     return absl::InvalidArgumentError(
         absl::StrCat("gloo: segment size ", gloo.segment_bytes,
                      " is not a positive multiple of 4 bytes"));
+  }
+  if (gloo.shared_memory_chunk_bytes == 0 ||
+      gloo.shared_memory_chunk_bytes % 64 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gloo: shared-memory chunk size ", gloo.shared_memory_chunk_bytes,
+        " is not a positive multiple of 64 bytes"));
   }
   IgnoreSigpipe();
   // Hello round: every rank announces itself, so a rank that never shows up
@@ -257,8 +322,16 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
     barrier.setTag(0);  // collectives use their sequence number, from 1
     barrier.setTimeout(Millis(o.timeout));
     gloo::barrier(barrier);
-    return std::unique_ptr<Communicator>(
-        new GlooCommunicator(o, *context, std::move(allreduce)));
+    absl::StatusOr<std::unique_ptr<ShmAllreduce>> shm =
+        JoinSharedMemory(o, gloo, store, *allreduce);
+    if (!shm.ok()) {
+      return absl::Status(shm.status().code(),
+                          absl::StrCat("gloo: rank ", o.rank, " of ", o.size,
+                                       " could not agree on shared memory: ",
+                                       shm.status().message()));
+    }
+    return std::unique_ptr<Communicator>(new GlooCommunicator(
+        o, *context, std::move(allreduce), std::move(*shm)));
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("gloo: cannot connect rank ",
                                                o.rank, " of ", o.size, " from ",
