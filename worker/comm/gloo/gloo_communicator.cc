@@ -216,11 +216,12 @@ class GlooCommunicator : public Communicator {
 
 // The shared-memory all-reduce of a group whose ranks all share this
 // host's memory, or null (some rank could not join rank 0's segment, or the
-// group is out of range). Every rank of the group calls it after the mesh's
-// first barrier; the agreement is a sum over `tcp`.
+// group is out of range). Every rank of the group calls it once the mesh is
+// connected; the ranks agree through the store ("shm/joined/<rank>"), not
+// the TCP pairs, which the first collective is the first to use.
 absl::StatusOr<std::unique_ptr<ShmAllreduce>> JoinSharedMemory(
     const CommOptions& o, const GlooOptions& gloo,
-    const std::shared_ptr<Store>& store, GlooAllreduce& tcp) {
+    const std::shared_ptr<Store>& store) {
   if (o.size < 2 || o.size > gloo.shared_memory_max_ranks) return nullptr;
   ShmSegmentOptions so;
   so.rank = o.rank;
@@ -231,17 +232,23 @@ absl::StatusOr<std::unique_ptr<ShmAllreduce>> JoinSharedMemory(
       ShmAllreduce::SegmentBytes(o.size, gloo.shared_memory_chunk_bytes);
   so.enabled = gloo.shared_memory;
   absl::StatusOr<std::unique_ptr<ShmSegment>> segment = ShmSegment::Join(so);
-  // Ranks that joined, summed over TCP (exact in float up to 2^24 ranks).
-  float joined = segment.ok() ? 1.0f : 0.0f;
-  if (absl::Status s =
-          tcp.Sum(&joined, 1, sizeof(float),
-                  static_cast<GlooAllreduce::ReduceFn>(&gloo::sum<float>));
+  if (absl::Status s = store->Set(absl::StrCat("shm/joined/", o.rank),
+                                  segment.ok() ? "1" : "0");
       !s.ok()) {
     return s;
   }
+  std::vector<std::string> keys;
+  for (int r = 0; r < o.size; ++r) {
+    keys.push_back(absl::StrCat("shm/joined/", r));
+  }
+  absl::StatusOr<std::vector<std::string>> joined =
+      store->MultiGet(keys, o.timeout);
+  if (!joined.ok()) return joined.status();
   if (!segment.ok()) return nullptr;
   (*segment)->Unlink();  // every rank has opened it, or given up
-  if (joined != static_cast<float>(o.size)) return nullptr;
+  for (const std::string& one : *joined) {
+    if (one != "1") return nullptr;
+  }
   return std::make_unique<ShmAllreduce>(std::move(*segment), o.rank, o.size,
                                         gloo.shared_memory_chunk_bytes,
                                         o.timeout);
@@ -323,7 +330,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
     barrier.setTimeout(Millis(o.timeout));
     gloo::barrier(barrier);
     absl::StatusOr<std::unique_ptr<ShmAllreduce>> shm =
-        JoinSharedMemory(o, gloo, store, *allreduce);
+        JoinSharedMemory(o, gloo, store);
     if (!shm.ok()) {
       return absl::Status(shm.status().code(),
                           absl::StrCat("gloo: rank ", o.rank, " of ", o.size,

@@ -2,9 +2,9 @@
 // transport, a full mesh between the ranks (gloo_mesh.h), rendezvous
 // through the Store. When every rank of the group shares this host's
 // /dev/shm, all-reduces go through shared memory instead
-// (../shm/shm_allreduce.h); the ranks agree on that when the communicator
-// is made (every rank joined rank 0's segment, or none uses it), and the
-// other collectives stay on TCP. GRADSYNC_GLOO_SHM=0 in the environment
+// (../shm/shm_allreduce.h); the ranks agree on that through the store when
+// the communicator is made (every rank joined rank 0's segment, or none
+// uses it), and the other collectives stay on TCP. GRADSYNC_GLOO_SHM=0 in the environment
 // turns it off (as NCCL_SHM_DISABLE=1 does for NCCL).
 // CPU tensors only. gloo reports failures by throwing; they are caught in
 // this backend and become Status values (a gloo timeout DEADLINE_EXCEEDED,

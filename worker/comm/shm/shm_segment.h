@@ -10,8 +10,9 @@
 // the name and checks the nonce: a rank on another host (or in a container
 // with its own /dev/shm) cannot open it or finds a different segment, and
 // Join fails for it with the reason. Ranks must then agree (every rank
-// joined, or none uses the segment); the caller does that over its own
-// transport and rank 0 calls Unlink once every rank has tried.
+// joined, or none uses the segment); the caller does that (the gloo
+// communicator through the store) and rank 0 calls Unlink once every rank
+// has tried.
 //
 // Liveness: each rank holds an open-file-description lock on byte `rank`
 // of the segment's file; the kernel drops it when the process dies, so a
