@@ -6,13 +6,14 @@
 // Joining: rank 0 creates a segment under a random name, reserves its pages
 // (posix_fallocate, so a full /dev/shm is an error here and not a SIGBUS
 // later), writes a random nonce into it and publishes "name nonce bytes"
-// under "shm/segment" of the store. Every other rank reads that key, opens
-// the name and checks the nonce: a rank on another host (or in a container
-// with its own /dev/shm) cannot open it or finds a different segment, and
-// Join fails for it with the reason. Ranks must then agree (every rank
-// joined, or none uses the segment); the caller does that (the gloo
-// communicator through the store) and rank 0 calls Unlink once every rank
-// has tried.
+// under "shm/segment" of the store (written once per group: each group
+// needs a store, or prefix, of its own, as the gloo mesh's keys do). Every
+// other rank reads that key, opens the name and checks the nonce: a rank on
+// another host (or in a container with its own /dev/shm) cannot open it or
+// finds a different segment, and Join fails for it with the reason. Ranks must
+// then agree (every rank joined, or none uses the segment); the caller does
+// that (the gloo communicator through the store) and rank 0 calls Unlink once
+// every rank has tried.
 //
 // Liveness: each rank holds an open-file-description lock on byte `rank`
 // of the segment's file; the kernel drops it when the process dies, so a
