@@ -232,15 +232,13 @@ absl::StatusOr<std::unique_ptr<ShmAllreduce>> JoinSharedMemory(
       ShmAllreduce::SegmentBytes(o.size, gloo.shared_memory_chunk_bytes);
   so.enabled = gloo.shared_memory;
   absl::StatusOr<std::unique_ptr<ShmSegment>> segment = ShmSegment::Join(so);
-  if (absl::Status s = store->Set(absl::StrCat("shm/joined/", o.rank),
-                                  segment.ok() ? "1" : "0");
+  auto joined_key = [](int rank) { return absl::StrCat("shm/joined/", rank); };
+  if (absl::Status s = store->Set(joined_key(o.rank), segment.ok() ? "1" : "0");
       !s.ok()) {
     return s;
   }
   std::vector<std::string> keys;
-  for (int r = 0; r < o.size; ++r) {
-    keys.push_back(absl::StrCat("shm/joined/", r));
-  }
+  for (int r = 0; r < o.size; ++r) keys.push_back(joined_key(r));
   absl::StatusOr<std::vector<std::string>> joined =
       store->MultiGet(keys, o.timeout);
   if (!joined.ok()) return joined.status();
@@ -249,9 +247,8 @@ absl::StatusOr<std::unique_ptr<ShmAllreduce>> JoinSharedMemory(
   for (const std::string& one : *joined) {
     if (one != "1") return nullptr;
   }
-  return std::make_unique<ShmAllreduce>(std::move(*segment), o.rank, o.size,
-                                        gloo.shared_memory_chunk_bytes,
-                                        o.timeout);
+  return std::make_unique<ShmAllreduce>(
+      std::move(*segment), gloo.shared_memory_chunk_bytes, o.timeout);
 }
 
 }  // namespace

@@ -4,8 +4,8 @@
 // /dev/shm, all-reduces go through shared memory instead
 // (../shm/shm_allreduce.h); the ranks agree on that through the store when
 // the communicator is made (every rank joined rank 0's segment, or none
-// uses it), and the other collectives stay on TCP. GRADSYNC_GLOO_SHM=0 in the environment
-// turns it off (as NCCL_SHM_DISABLE=1 does for NCCL).
+// uses it), and the other collectives stay on TCP. GRADSYNC_GLOO_SHM=0 in
+// the environment turns it off (as NCCL_SHM_DISABLE=1 does for NCCL).
 // CPU tensors only. gloo reports failures by throwing; they are caught in
 // this backend and become Status values (a gloo timeout DEADLINE_EXCEEDED,
 // any other transport failure UNAVAILABLE).
@@ -46,8 +46,9 @@ GlooOptions GlooOptionsFromEnv();
 // Whether `comm` (a gloo communicator) all-reduces through shared memory.
 bool AllReducesThroughSharedMemory(const Communicator& comm);
 
-// CreateCommunicator(Backend::kGloo, options) with default GlooOptions;
-// tests and benchmarks that tune the options call it directly.
+// CreateCommunicator(Backend::kGloo, options) with GlooOptionsFromEnv();
+// tests and benchmarks that tune the options call it directly (the default
+// here is GlooOptions{}, which ignores the environment).
 absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
     const CommOptions& options, const GlooOptions& gloo = {});
 

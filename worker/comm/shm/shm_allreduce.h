@@ -46,9 +46,10 @@ class ShmAllreduce {
     return 2 * static_cast<size_t>(size) * chunk_bytes;
   }
 
-  // chunk_bytes: a positive multiple of 64.
-  ShmAllreduce(std::unique_ptr<ShmSegment> segment, int rank, int size,
-               size_t chunk_bytes, absl::Duration timeout);
+  // chunk_bytes: a positive multiple of 64. The rank and group size are
+  // the segment's.
+  ShmAllreduce(std::unique_ptr<ShmSegment> segment, size_t chunk_bytes,
+               absl::Duration timeout);
 
   // Sums `count` elements of `element_size` bytes at `data` over all ranks,
   // in place.
@@ -59,8 +60,6 @@ class ShmAllreduce {
   char* Slot(int set, int rank) const;
 
   const std::unique_ptr<ShmSegment> segment_;
-  const int rank_;
-  const int size_;
   const size_t chunk_bytes_;
   const absl::Duration timeout_;
   int64_t chunks_ = 0;  // chunks summed so far: chunk k uses set k % 2

@@ -64,6 +64,8 @@ class ShmSegment {
   // rank 0's destructor. No-op on other ranks.
   void Unlink();
 
+  int rank() const { return rank_; }
+  int size() const { return size_; }
   char* data() const { return data_; }
   size_t data_bytes() const { return data_bytes_; }
 
