@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "coordinator/store/memory_store.h"
+#include "tests/fakes/rank_processes.h"
 
 namespace gradsync {
 
@@ -27,7 +28,7 @@ void RunThreads(Backend backend, int world, absl::Duration timeout,
       o.size = world;
       o.store = store;
       o.timeout = timeout;
-      o.cuda_device = r;
+      o.cuda_device = RankGpu(r);
       auto comm = make(o);
       ASSERT_TRUE(comm.ok()) << comm.status();
       EXPECT_EQ((*comm)->backend(), backend);
@@ -67,6 +68,10 @@ class SoloComm : public Communicator {
 
 void RunRanks(Backend backend, int world, absl::Duration timeout,
               const std::function<void(int, Communicator&)>& body) {
+  if (RanksRunAsProcesses(backend, world)) {
+    RunRankProcesses(backend, world, timeout, body);
+    return;
+  }
   RunThreads(backend, world, timeout, body, [backend](const CommOptions& o) {
     return CreateCommunicator(backend, o);
   });
@@ -95,20 +100,15 @@ void RunGlooRanks(int world, absl::Duration timeout,
 
 c10::Device RankDevice(Backend backend, int rank) {
   return backend == Backend::kNccl
-             ? c10::Device(c10::kCUDA, static_cast<int8_t>(rank))
+             ? c10::Device(c10::kCUDA, static_cast<int8_t>(RankGpu(rank)))
              : c10::Device(c10::kCPU);
 }
 
-std::string CannotRunRanks(Backend backend, int world) {
+std::string CannotRunRanks(Backend backend, int /*world*/) {
   if (backend != Backend::kNccl) return "";
   if (!torch::cuda::is_available()) return "this LibTorch has no CUDA";
-  const int gpus = static_cast<int>(torch::cuda::device_count());
-  if (gpus < world) {
-    return "NCCL with " + std::to_string(world) + " ranks needs " +
-           std::to_string(world) + " GPUs; this machine has " +
-           std::to_string(gpus);
-  }
-  return "";
+  if (torch::cuda::device_count() == 0) return "this machine has no GPU";
+  return "";  // fewer GPUs than ranks: processes sharing them
 }
 
 absl::StatusOr<std::unique_ptr<Communicator>> SoloCommunicator() {

@@ -1,6 +1,10 @@
 // Ranks as threads: the harness the communicator, reducer and trainer tests
 // share (as gloo's test/base_test.h does). Each rank gets its own
-// communicator over one MemoryStore shared by the threads.
+// communicator over one MemoryStore shared by the threads. RunRanks runs
+// them as processes instead where threads cannot (rank_processes.h: NCCL
+// with fewer GPUs than ranks), so its bodies follow that file's contract:
+// body checks everything itself; code after the call reads nothing body
+// wrote.
 // Thread safety: call from the test's main thread; `body` runs on the rank
 // threads, one call each, all at once.
 #pragma once
@@ -23,9 +27,10 @@
 
 namespace gradsync {
 
-// Runs body(rank, communicator) on `world` threads and joins them; rank r of
-// an NCCL group uses GPU r. A communicator that cannot be made fails the
-// test (gtest assertion) on its thread.
+// Runs body(rank, communicator) on `world` threads and joins them (or in
+// `world` processes, above); rank r of an NCCL group uses GPU r modulo the
+// GPU count. A communicator that cannot be made fails the test (gtest
+// assertion) on its thread.
 void RunRanks(Backend backend, int world, absl::Duration timeout,
               const std::function<void(int rank, Communicator&)>& body);
 #if GRADSYNC_WITH_GLOO
@@ -42,11 +47,12 @@ void RunGlooRanks(int world, absl::Duration timeout,
                   std::shared_ptr<Store> store = nullptr);
 #endif
 
-// Where rank r of a `backend` group computes: cuda:r for NCCL, the CPU for
-// gloo.
+// Where rank r of a `backend` group computes: cuda:RankGpu(r) for NCCL,
+// the CPU for gloo.
 c10::Device RankDevice(Backend backend, int rank);
 // Empty when `world` ranks of `backend` can run here (NCCL: a CUDA LibTorch
-// and `world` GPUs); otherwise why not, for GTEST_SKIP.
+// and a GPU; ranks beyond the GPU count share them, as processes);
+// otherwise why not, for GTEST_SKIP.
 std::string CannotRunRanks(Backend backend, int world);
 
 // "One process on the whole batch" in the equivalence tests: a world of one

@@ -1,12 +1,14 @@
-// The communicators with W ranks as threads over an in-memory store. Built
-// twice: communicator_test runs gloo (and its own all-reduce paths);
-// nccl_communicator_test (GRADSYNC_TEST_NCCL, label gpu) runs the same cases
-// over NCCL, one GPU per rank, and skips them with a message where this
-// machine has fewer GPUs.
+// The communicators with W ranks as threads over an in-memory store (as
+// processes where a case needs them: a killed peer, NCCL ranks sharing a
+// GPU). Built twice: communicator_test runs gloo (and its own all-reduce
+// paths); nccl_communicator_test (GRADSYNC_TEST_NCCL, label gpu) runs the
+// same cases over NCCL, one GPU per rank where there are enough (processes
+// sharing them where not), and skips them with a message without a GPU.
 #include "worker/comm/communicator.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <torch/torch.h>
 
 #include <atomic>
@@ -15,17 +17,14 @@
 
 #include "coordinator/store/memory_store.h"
 #include "gradsync/config.h"
+#include "tests/fakes/absent_ranks.h"
+#include "tests/fakes/rank_processes.h"
 #include "tests/fakes/rank_threads.h"
 #include "tests/fakes/shm_probe.h"
 #include "worker/comm/devices.h"
 
 namespace gradsync {
 namespace {
-
-int GpuCount() {
-  static const int count = static_cast<int>(DiscoverDevices().cuda.size());
-  return count;
-}
 
 #ifdef GRADSYNC_TEST_NCCL
 constexpr Backend kBackend = Backend::kNccl;
@@ -49,10 +48,9 @@ std::string GroupName(const ::testing::TestParamInfo<Group>& info) {
 class CommTest : public ::testing::TestWithParam<Group> {
  protected:
   void SetUp() override {
-    if (GetParam().backend == Backend::kNccl && GpuCount() < GetParam().world) {
-      GTEST_SKIP() << "NCCL with " << GetParam().world << " rank(s) needs "
-                   << GetParam().world << " GPU(s); this machine has "
-                   << GpuCount();
+    if (const std::string why = CannotRunRanks(backend(), GetParam().world);
+        !why.empty()) {
+      GTEST_SKIP() << why;
     }
   }
   Backend backend() const { return GetParam().backend; }
@@ -251,37 +249,75 @@ TEST(GlooOptionsTest, RejectsSizesThatAreNotWholeMultiples) {
 class CommTimeoutTest : public CommTest {};
 
 TEST_P(CommTimeoutTest, NamesTheRankThatDidNotArrive) {
+  // Ranks as processes start (and NCCL connects) in seconds, not ms.
+  const absl::Duration timeout = RanksRunAsProcesses(backend(), 3)
+                                     ? absl::Seconds(5)
+                                     : absl::Milliseconds(500);
   // gloo: 1000 floats go to every peer in one message, 10^6 run the ring.
   for (int64_t n : {1000, 1000000}) {
-    std::vector<absl::Status> results(3);
-    RunRanks(backend(), 3, absl::Milliseconds(500),
-             [&](int rank, Communicator& comm) {
-               at::Tensor warmup = torch::ones({4});
-               ASSERT_TRUE(comm.AllReduce(warmup, ReduceOp::kSum).ok());
-               if (rank == 2) return;  // rank 2 never enters collective #2
-               at::Tensor t = torch::ones({n});
-               results[rank] = comm.AllReduce(t, ReduceOp::kSum);
-             });
-    for (int r : {0, 1}) {
-      const absl::Status& s = results[r];
+    RunRanks(backend(), 3, timeout, [&](int rank, Communicator& comm) {
+      at::Tensor warmup = torch::ones({4});
+      ASSERT_TRUE(comm.AllReduce(warmup, ReduceOp::kSum).ok());
+      if (rank == 2) return;  // rank 2 never enters collective #2
+      at::Tensor t = torch::ones({n});
+      const absl::Status s = comm.AllReduce(t, ReduceOp::kSum);
       EXPECT_FALSE(s.ok()) << n;
       EXPECT_NE(s.message().find("allreduce #2"), std::string::npos) << s;
       EXPECT_NE(s.message().find("rank(s) 2 did not arrive"), std::string::npos)
           << s;
-    }
-    if (backend() == Backend::kNccl) {  // aborted, so later calls fail at once
-      for (int r : {0, 1}) {
-        EXPECT_NE(results[r].message().find("aborted"), std::string::npos)
-            << results[r];
+      if (backend() == Backend::kNccl) {  // aborted, so later calls fail
+        EXPECT_NE(s.message().find("aborted"), std::string::npos) << s;
       }
-    }
+    });
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(ThreeRanks, CommTimeoutTest,
                          ::testing::Values(Group{kBackend, 3}), GroupName);
 
+// A peer killed (SIGKILL) or hung (SIGSTOP) before a collective: the
+// others' call returns within its deadline + 5 s, naming it. Ranks as
+// processes, each all-reducing a tensor where it computes (NCCL: its GPU).
+class DeadPeerTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(DeadPeerTest, TheOthersReturnWithinTheDeadlineNamingIt) {
+  if (const std::string why = CannotRunRanks(kBackend, 3); !why.empty()) {
+    GTEST_SKIP() << why;
+  }
+  const int sig = GetParam();
+  const absl::Duration timeout = absl::Seconds(5);
+  RunRankProcesses(
+      kBackend, 3, timeout,
+      [&](int rank, Communicator& comm) {
+        const c10::Device device = RankDevice(kBackend, rank);
+        at::Tensor warmup = torch::ones({4}, device);
+        ASSERT_TRUE(comm.AllReduce(warmup, ReduceOp::kSum).ok());
+        if (rank == 2) raise(sig);
+        at::Tensor t = torch::ones({1 << 20}, device);
+        const absl::Time start = absl::Now();
+        const absl::Status s = comm.AllReduce(t, ReduceOp::kSum);
+        const absl::Duration took = absl::Now() - start;
+        EXPECT_FALSE(s.ok());
+        EXPECT_NE(s.message().find("allreduce #2"), std::string::npos) << s;
+        EXPECT_TRUE(NamesAbsentRank(s, 2)) << s;
+        EXPECT_LT(took, timeout + absl::Seconds(5)) << s;
+      },
+      {{2, sig}});
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, DeadPeerTest,
+                         ::testing::Values(SIGKILL, SIGSTOP),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::string(
+                               info.param == SIGKILL ? "Killed" : "Stopped");
+                         });
+
 #ifdef GRADSYNC_TEST_NCCL
+int GpuCount() {
+  static const int count = static_cast<int>(DiscoverDevices().cuda.size());
+  return count;
+}
+
 TEST(NcclTest, FailsClearlyWithoutAGpu) {
   if (GpuCount() > 0) GTEST_SKIP() << "this machine has a GPU";
   CommOptions o;
