@@ -9,12 +9,16 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <torch/torch.h>
 
 #include <atomic>
+#include <filesystem>
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "coordinator/store/memory_store.h"
 #include "gradsync/config.h"
 #include "tests/fakes/absent_ranks.h"
@@ -227,6 +231,71 @@ TEST(GlooSharedMemoryTest, OneRankWithoutItPutsEveryRankOnTcp) {
         });
   }
 }
+
+// A large broadcast after all-reduces over TCP, on every pair (every root).
+// gloo sizes a socket's send buffer (SO_SNDBUF, which also ends the
+// kernel's autotuning) from the first message sent from a registered buffer;
+// the all-reduce's first on a pair could be 8 bytes (a credit, a one-float
+// sum), after which an 18 MB gloo broadcast on that pair stalled until its
+// deadline. Ranks as processes: threads of one process did not show it.
+class GlooLargeBroadcastTest : public ::testing::TestWithParam<int> {};
+
+// The send buffer sizes (SO_SNDBUF) of this process's connected TCP sockets.
+std::vector<int> TcpSendBuffers() {
+  std::vector<int> sizes;
+  for (const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/fd")) {
+    int fd = -1;
+    if (!absl::SimpleAtoi(entry.path().filename().string(), &fd)) continue;
+    struct stat st;
+    int type = 0, listening = 0, bytes = 0;
+    socklen_t len = sizeof(int);
+    sockaddr_storage peer;
+    socklen_t peer_len = sizeof(peer);
+    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+        type != SOCK_STREAM ||
+        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 ||
+        listening != 0 ||
+        getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0 ||
+        (peer.ss_family != AF_INET && peer.ss_family != AF_INET6) ||
+        getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, &len) != 0) {
+      continue;
+    }
+    sizes.push_back(bytes);
+  }
+  return sizes;
+}
+
+TEST_P(GlooLargeBroadcastTest, FollowsSmallAndRingAllReduces) {
+  const int world = GetParam();
+  setenv("GRADSYNC_GLOO_SHM", "0", 1);  // the ranks' all-reduces over TCP
+  RunRankProcesses(
+      Backend::kGloo, world, absl::Seconds(20),
+      [&](int rank, Communicator& comm) {
+        ASSERT_FALSE(AllReducesThroughSharedMemory(comm));
+        at::Tensor one = torch::ones({1});
+        ASSERT_TRUE(comm.AllReduce(one, ReduceOp::kSum).ok());
+        at::Tensor ring = torch::ones({1 << 20});  // segments and credits
+        ASSERT_TRUE(comm.AllReduce(ring, ReduceOp::kSum).ok());
+        const std::vector<int> buffers = TcpSendBuffers();
+        EXPECT_EQ(buffers.size(), static_cast<size_t>(world - 1));
+        for (int bytes : buffers) {
+          EXPECT_GE(bytes, GlooOptions().segment_bytes)
+              << "a pair's send buffer is pinned small";
+        }
+        for (int root = 0; root < world; ++root) {
+          at::Tensor big = torch::full({(18 << 20) / 4}, rank == root);
+          const absl::Status s = comm.Broadcast(big, root);
+          ASSERT_TRUE(s.ok()) << "root " << root << ": " << s;
+          EXPECT_TRUE(torch::equal(big, torch::ones_like(big))) << root;
+        }
+      });
+  unsetenv("GRADSYNC_GLOO_SHM");
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, GlooLargeBroadcastTest,
+                         ::testing::Values(2, 3, 4));
 
 // Sizes the all-reduces cannot cut buffers by are refused up front.
 TEST(GlooOptionsTest, RejectsSizesThatAreNotWholeMultiples) {

@@ -14,13 +14,16 @@ namespace {
 // slot on the pair, which must not be a receive slot of this rank.
 constexpr int kSlotBase = 1 << 20;
 int DataSlot(int from, int to, int size) {
-  return kSlotBase + 3 * (from * size + to);
+  return kSlotBase + 4 * (from * size + to);
 }
 int CreditSlot(int from, int to, int size) {
   return DataSlot(from, to, size) + 1;
 }
 int GatherSlot(int from, int to, int size) {
   return DataSlot(from, to, size) + 2;
+}
+int PrimeSlot(int from, int to, int size) {
+  return DataSlot(from, to, size) + 3;
 }
 
 // Beyond this many ranks only the ring runs, and only the left neighbour's
@@ -70,6 +73,39 @@ GlooAllreduce::GlooAllreduce(std::shared_ptr<gloo::Context> context,
     peers_[p] = std::move(peer);
   }
   if (size > 2 && size <= kMaxDirectRanks) sum_.resize(segment_bytes_);
+  Prime();
+}
+
+void GlooAllreduce::Prime() {
+  const int size = context_->size;
+  const int rank = context_->rank;
+  const int left = (rank + size - 1) % size;
+  const int right = (rank + 1) % size;
+  // The pairs Sum sends on: every peer (direct path), or the ring's two
+  // neighbours (data right, credits left). The relation is symmetric, so
+  // each of them primes towards this rank too.
+  std::vector<int> peers;
+  for (int p = 0; p < size; ++p) {
+    if (p != rank && (size <= kMaxDirectRanks || p == left || p == right)) {
+      peers.push_back(p);
+    }
+  }
+  const std::vector<char> zeros(segment_bytes_);
+  std::vector<std::unique_ptr<char[]>> landing;
+  std::vector<std::unique_ptr<gloo::transport::Buffer>> in, out;
+  for (int p : peers) {
+    landing.push_back(std::make_unique<char[]>(segment_bytes_));
+    in.push_back(context_->getPair(p)->createRecvBuffer(
+        PrimeSlot(p, rank, size), landing.back().get(), segment_bytes_));
+  }
+  for (int p : peers) {
+    out.push_back(context_->getPair(p)->createSendBuffer(
+        PrimeSlot(rank, p, size), const_cast<char*>(zeros.data()),
+        segment_bytes_));
+    out.back()->send(0, segment_bytes_, 0);
+  }
+  for (auto& b : in) b->waitRecv();
+  for (auto& b : out) b->waitSend();
 }
 
 GlooAllreduce::~GlooAllreduce() = default;

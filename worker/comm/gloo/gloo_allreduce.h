@@ -18,7 +18,8 @@
 // identical values. bench/README.md has the measurements against
 // gloo::allreduce (through torch) and the choice of segment size.
 //
-// Contract: every rank of the context constructs one, with the same
+// Contract: every rank of the context constructs one at the same point (the
+// constructor exchanges a message with its peers), with the same
 // segment_bytes, and all ranks pass a barrier before the first Sum (a
 // segment that arrives before its receive buffer is registered stalls the
 // receiver's device thread until it is). All ranks call Sum in the same
@@ -62,6 +63,14 @@ class GlooAllreduce {
  private:
   struct Peer;
 
+  // Sends one segment-sized message each way on every pair Sum uses, before
+  // anything else. gloo's Pair::send sets the socket's SO_SNDBUF to the
+  // largest message sent so far from a registered buffer, which also turns
+  // off the kernel's send-buffer autotuning. Were Sum's first message on a
+  // pair 8 bytes (a credit, a one-float sum), the pair would keep a ~4.6 KB
+  // send buffer, and an 18 MB gloo broadcast over it would take seconds
+  // instead of milliseconds (GlooLargeBroadcastTest).
+  void Prime();
   void SumDirect(char* data, size_t count, size_t element_size,
                  ReduceFn reduce);
   void SumRing(char* data, size_t count, size_t element_size, ReduceFn reduce);
