@@ -236,8 +236,8 @@ TEST(GlooSharedMemoryTest, OneRankWithoutItPutsEveryRankOnTcp) {
 // gloo sizes a socket's send buffer (SO_SNDBUF, which also ends the
 // kernel's autotuning) from the first message sent from a registered buffer;
 // the all-reduce's first on a pair could be 8 bytes (a credit, a one-float
-// sum), after which an 18 MB gloo broadcast on that pair stalled until its
-// deadline. Ranks as processes: threads of one process did not show it.
+// sum), after which an 18 MB gloo broadcast on that pair took 5-10 s, past
+// a 5 s deadline. Ranks as processes, as in the job where it was seen.
 class GlooLargeBroadcastTest : public ::testing::TestWithParam<int> {};
 
 // The send buffer sizes (SO_SNDBUF) of this process's connected TCP sockets.
