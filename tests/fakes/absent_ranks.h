@@ -1,6 +1,5 @@
 // Reads the communicators' deadline errors ("... rank(s) 1, 2 did not
-// arrive ...") in tests. Header-only, so the per-rank helper programs
-// (tests/tools) use it without gtest.
+// arrive ...") in tests.
 #pragma once
 
 #include <string>

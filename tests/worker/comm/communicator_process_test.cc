@@ -1,93 +1,78 @@
-// The gloo communicator with W ranks as real processes (tests/tools/
-// comm_rank), bootstrapped through a FileStore; and a rank killed mid-run.
-// Each case runs twice: all-reduces through shared memory (the default for
-// ranks on one host; the ranks check they got it) and over TCP
-// (GRADSYNC_GLOO_SHM=0).
+// The gloo communicator with its ranks as processes (tests/fakes/
+// rank_processes.h), over each transport: all-reduces through shared memory
+// (the default for ranks on one host; the ranks check they got it) and over
+// TCP (GRADSYNC_GLOO_SHM=0). Every collective over sizes up to 10^7 floats,
+// and a peer killed mid-run (DeadPeerTest in communicator_test also stops
+// one and times the others, over the default transport only).
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <stdlib.h>
+#include <torch/torch.h>
 
-#include <chrono>
-#include <filesystem>
+#include <optional>
 #include <string>
-#include <thread>
 #include <tuple>
-#include <vector>
 
+#include "tests/fakes/absent_ranks.h"
+#include "tests/fakes/rank_processes.h"
 #include "tests/fakes/shm_probe.h"
+#include "worker/comm/communicator.h"
+#include "worker/comm/gloo/gloo_communicator.h"
 
+namespace gradsync {
 namespace {
 
-using gradsync::CanShareMemory;
+// Sets GRADSYNC_GLOO_SHM for its lifetime; rank processes inherit it.
+class TransportScope {
+ public:
+  explicit TransportScope(bool shm) {
+    if (const char* v = getenv(kVar)) saved_ = v;
+    setenv(kVar, shm ? "1" : "0", 1);
+  }
+  ~TransportScope() {
+    if (saved_) {
+      setenv(kVar, saved_->c_str(), 1);
+    } else {
+      unsetenv(kVar);
+    }
+  }
 
-// Runs `world` comm_rank processes, all-reducing through shared memory or
-// over TCP; returns their exit statuses (waitpid status words). Kills them
-// all after `deadline_s`.
-std::vector<int> RunProcesses(int world, const std::string& mode, bool shm,
-                              int deadline_s) {
-  static int run = 0;
-  const std::string dir = (std::filesystem::temp_directory_path() /
-                           ("gradsync_comm_" + std::to_string(getpid()) + "_" +
-                            std::to_string(run++)))
-                              .string();
-  std::filesystem::remove_all(dir);
-  std::vector<pid_t> pids;
-  for (int r = 0; r < world; ++r) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      setenv("GRADSYNC_GLOO_SHM", shm ? "1" : "0", 1);
-      // One rank has no peer to share memory with.
-      setenv("GRADSYNC_EXPECT_SHM", shm && world > 1 ? "1" : "0", 1);
-      execl(COMM_RANK_PATH, "comm_rank", dir.c_str(), std::to_string(r).c_str(),
-            std::to_string(world).c_str(), mode.c_str(), nullptr);
-      _exit(127);
-    }
-    pids.push_back(pid);
-  }
-  std::vector<int> status(world, -1);
-  const auto end =
-      std::chrono::steady_clock::now() + std::chrono::seconds(deadline_s);
-  int left = world;
-  while (left > 0) {
-    for (int r = 0; r < world; ++r) {
-      if (status[r] != -1) continue;
-      int s = 0;
-      if (waitpid(pids[r], &s, WNOHANG) == pids[r]) {
-        status[r] = s;
-        --left;
-      }
-    }
-    if (left > 0 && std::chrono::steady_clock::now() > end) {
-      for (int r = 0; r < world; ++r) {
-        if (status[r] == -1) kill(pids[r], SIGKILL);
-      }
-      ADD_FAILURE() << "ranks still running after " << deadline_s << " s";
-      for (int r = 0; r < world; ++r) {
-        if (status[r] == -1) waitpid(pids[r], &status[r], 0);
-      }
-      break;
-    }
-    // Child processes have no completion callback to block on; poll.
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  std::filesystem::remove_all(dir);
-  return status;
-}
-
-// The transport a test's ranks all-reduce over: shared memory or TCP.
-class Transport : public ::testing::TestWithParam<bool> {
- protected:
-  void SetUp() override {
-    if (shm() && !CanShareMemory()) {
-      GTEST_SKIP() << "this machine cannot create POSIX shared memory";
-    }
-  }
-  bool shm() const { return GetParam(); }
+ private:
+  static constexpr char kVar[] = "GRADSYNC_GLOO_SHM";
+  std::optional<std::string> saved_;
 };
 
-std::string TransportName(const ::testing::TestParamInfo<bool>& info) {
-  return info.param ? "SharedMemory" : "Tcp";
+// All-reduces go through shared memory exactly when asked for and there is
+// a peer to share it with.
+void ExpectTransport(Communicator& comm, bool shm) {
+  EXPECT_EQ(AllReducesThroughSharedMemory(comm), shm && comm.size() > 1)
+      << comm.transport();
+}
+
+void CheckEveryCollective(int rank, Communicator& comm) {
+  const int w = comm.size();
+  for (int64_t n : {0, 1, 7, 1001, 10000000}) {
+    at::Tensor t = torch::full({n}, static_cast<float>(rank + 1));
+    ASSERT_TRUE(comm.AllReduce(t, ReduceOp::kSum).ok()) << n;
+    if (n > 0) {
+      EXPECT_TRUE(torch::allclose(t, torch::full({n}, w * (w + 1) / 2.0f)))
+          << "sum of " << n;
+    }
+    at::Tensor a = torch::full({n}, static_cast<float>(rank));
+    ASSERT_TRUE(comm.AllReduce(a, ReduceOp::kAverage).ok()) << n;
+    if (n > 0) {
+      EXPECT_TRUE(torch::allclose(a, torch::full({n}, (w - 1) / 2.0f)))
+          << "average of " << n;
+    }
+  }
+  at::Tensor b = torch::full({5}, static_cast<float>(rank));
+  ASSERT_TRUE(comm.Broadcast(b, 0).ok());
+  EXPECT_EQ(b[4].item<float>(), 0);
+  ASSERT_TRUE(comm.Barrier().ok());
+  auto all = comm.AllGather(std::to_string(rank * 11));
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(static_cast<int>(all->size()), w);
+  for (int r = 0; r < w; ++r) EXPECT_EQ((*all)[r], std::to_string(r * 11));
 }
 
 class ProcessTest : public ::testing::TestWithParam<std::tuple<int, bool>> {
@@ -101,11 +86,12 @@ class ProcessTest : public ::testing::TestWithParam<std::tuple<int, bool>> {
 
 TEST_P(ProcessTest, AllCollectivesAcrossProcesses) {
   const auto [world, shm] = GetParam();
-  std::vector<int> status = RunProcesses(world, "ok", shm, 240);
-  for (int r = 0; r < world; ++r) {
-    EXPECT_TRUE(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0)
-        << "rank " << r << " status " << status[r];
-  }
+  TransportScope transport(shm);
+  RunRankProcesses(Backend::kGloo, world, absl::Seconds(60),
+                   [shm = shm](int rank, Communicator& comm) {
+                     ExpectTransport(comm, shm);
+                     CheckEveryCollective(rank, comm);
+                   });
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -116,18 +102,37 @@ INSTANTIATE_TEST_SUITE_P(
              (std::get<1>(info.param) ? "SharedMemory" : "Tcp");
     });
 
-class ProcessKillTest : public Transport {};
+class ProcessKillTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    if (GetParam() && !CanShareMemory()) {
+      GTEST_SKIP() << "this machine cannot create POSIX shared memory";
+    }
+  }
+};
 
 TEST_P(ProcessKillTest, SurvivorsNameTheKilledRank) {
-  std::vector<int> status = RunProcesses(3, "die", shm(), 60);
-  EXPECT_TRUE(WIFSIGNALED(status[2]) && WTERMSIG(status[2]) == SIGKILL);
-  for (int r : {0, 1}) {
-    EXPECT_TRUE(WIFEXITED(status[r]) && WEXITSTATUS(status[r]) == 0)
-        << "rank " << r << " status " << status[r];
-  }
+  const bool shm = GetParam();
+  TransportScope transport(shm);
+  RunRankProcesses(Backend::kGloo, 3, absl::Seconds(2),
+                   [shm](int rank, Communicator& comm) {
+                     ExpectTransport(comm, shm);
+                     at::Tensor warm = torch::ones({16});
+                     ASSERT_TRUE(comm.AllReduce(warm, ReduceOp::kSum).ok());
+                     EXPECT_EQ(warm[0].item<float>(), 3);
+                     if (rank == 2) raise(SIGKILL);
+                     at::Tensor t = torch::ones({1000});
+                     const absl::Status s = comm.AllReduce(t, ReduceOp::kSum);
+                     EXPECT_TRUE(NamesAbsentRank(s, 2)) << s;
+                   },
+                   {{2, SIGKILL}});
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, ProcessKillTest, ::testing::Bool(),
-                         TransportName);
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "SharedMemory"
+                                                         : "Tcp");
+                         });
 
 }  // namespace
+}  // namespace gradsync
