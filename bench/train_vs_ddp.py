@@ -22,7 +22,7 @@ accuracy of both after the same number of epochs. --scaling also runs gradsync o
 Usage: bench/train_vs_ddp.py [--bin build/bin] [--data data/fashion-mnist]
        [--epochs 1] [--seeds 0,1,2] [--baselines memory,folders] [--scaling]
        bench/train_vs_ddp.py --device cuda [--bin build-gpu/cmake/bin]
-       [--results DIR]   (GPUs, nccl: bench/train_vs_ddp_cuda.py)
+       [--results DIR] [--profile]   (GPUs, nccl: bench/train_vs_ddp_cuda.py)
 """
 import argparse
 import json
@@ -247,6 +247,10 @@ def main():
     p.add_argument("--precision", default="32",
                    choices=["32", "bf16-mixed"], help="cuda")
     p.add_argument("--results", help="cuda: write the figures here (JSON)")
+    p.add_argument("--profile", action="store_true",
+                   help="cuda: instead of timing, profile steps 31-40 of "
+                        "both sides and compare the GPU's work per step "
+                        "(tables in --results)")
     p.add_argument("--ddp-rank", type=int, help=argparse.SUPPRESS)
     p.add_argument("--feed", help=argparse.SUPPRESS)
     p.add_argument("--init", help=argparse.SUPPRESS)

@@ -12,15 +12,19 @@
 # a C++ compiler, no network. Without a GPU (this script on a CPU machine)
 # the build runs and the GPU steps are skipped, saying so.
 #
-# Usage: tests/gpu/run.sh [--build-only]
+# Usage: tests/gpu/run.sh [--build-only | --profile]
+#   --profile: after the benchmark, also profile steps 31-40 of both sides
+#   in precision 32 and print where their GPU time per step differs
+#   (bench/train_vs_ddp.py --profile; tables in OUT_DIR/profile)
 #   GRADSYNC_PYTHON   the python3 with torch (default python3)
 #   GRADSYNC_GPU_DEBS the .deb folder (default .gpu-debs)
 #   GRADSYNC_GPU_BUILD the build folder (default build-gpu)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
-build_only=0
+build_only=0 profile=0
 [ "${1:-}" = --build-only ] && build_only=1
+[ "${1:-}" = --profile ] && profile=1
 py=${GRADSYNC_PYTHON:-python3}
 debs=${GRADSYNC_GPU_DEBS:-$root/.gpu-debs}
 build=${GRADSYNC_GPU_BUILD:-$root/build-gpu}
@@ -134,6 +138,15 @@ if [ -f "$root/bench/train_vs_ddp.py" ]; then
     tail -5 "$out/bench-$precision.log"
     log "benchmark $precision exit $rc (bench-$precision.log)"
   done
+  if [ "$profile" = 1 ]; then
+    "$py" "$root/bench/train_vs_ddp.py" --device cuda --bin "$bin" \
+      --precision 32 --profile --results "$out/profile" \
+      > "$out/profile.log" 2>&1
+    rc=$?
+    [ "$rc" = 0 ] || bench_rc=$rc
+    tail -25 "$out/profile.log"
+    log "profile exit $rc (profile.log, profile/)"
+  fi
 fi
 log "done after $(( $(date +%s) - start )) s"
 exit $(( cpu_rc || gpu_rc || bench_rc ))

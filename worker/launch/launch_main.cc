@@ -105,6 +105,11 @@ int main(int argc, char** argv) {
   app.add_option("--log-every", o.log_every, "steps between progress lines");
   app.add_option("--metrics-out", o.metrics_out,
                  "rank 0 appends a JSON line per step here");
+  std::string profile_steps;
+  app.add_option("--profile-steps", profile_steps,
+                 "A:B: record steps A to B with LibTorch's profiler");
+  app.add_option("--profile-dir", o.profile_dir,
+                 "where each rank writes rank<R>.ops.tsv (and .trace.json)");
   int64_t decoded_cache_mb = gradsync::DefaultDecodedCacheBytes() >> 20;
   app.add_option("--decoded-cache-mb", decoded_cache_mb,
                  "memory per rank for decoded images kept between epochs "
@@ -131,6 +136,14 @@ int main(int argc, char** argv) {
   } else if (compression != "none") {
     std::cerr << "gradsync-launch: --compression must be none, fp16 or bf16\n";
     return 2;
+  }
+  if (!profile_steps.empty()) {
+    auto window = gradsync::ParseProfileSteps(profile_steps, "");
+    if (!window.ok()) {
+      std::cerr << "gradsync-launch: --" << window.status().message() << "\n";
+      return 2;
+    }
+    o.profile = *window;
   }
   if (auto p = gradsync::ParsePrecision(precision); p.ok()) {
     spec.precision = *p;

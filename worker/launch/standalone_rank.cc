@@ -1,7 +1,9 @@
 #include "worker/launch/standalone_rank.h"
 
+#include <filesystem>
 #include <fstream>
 #include <memory>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -21,9 +23,9 @@ std::string StepJson(const StepReport& m) {
       "\"allreduce_total_ms\": %.3f, \"step_ms\": %.3f, \"time_unix_ms\": "
       "%d, \"loss_scale\": %g, \"step_skipped\": %s}",
       m.rank, m.epoch, m.step, m.loss, m.samples_per_sec, m.data_wait_ms,
-      m.compute_ms, m.forward_ms, m.backward_ms, m.optimizer_ms,
-      m.allreduce_ms, m.allreduce_total_ms, m.step_ms,
-      m.time_unix_ms, m.loss_scale, m.step_skipped ? "true" : "false");
+      m.compute_ms, m.forward_ms, m.backward_ms, m.optimizer_ms, m.allreduce_ms,
+      m.allreduce_total_ms, m.step_ms, m.time_unix_ms, m.loss_scale,
+      m.step_skipped ? "true" : "false");
 }
 
 absl::StatusOr<int64_t> CountSamples(const TrainSpec& spec,
@@ -50,6 +52,19 @@ absl::StatusOr<TrainResult> RunStandaloneRank(const StandaloneRankOptions& o,
     auto eval_samples = CountSamples(o.spec, o.spec.eval_split);
     if (!eval_samples.ok()) return eval_samples.status();
     c.eval_samples = *eval_samples;
+  }
+  if (o.profile.enabled()) {
+    std::error_code error;
+    std::filesystem::create_directories(o.profile_dir, error);
+    if (error) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot create the profile directory ", o.profile_dir,
+                       ": ", error.message()));
+    }
+    c.profile = o.profile;
+    c.profile.out_prefix =
+        (std::filesystem::path(o.profile_dir) / absl::StrCat("rank", o.rank))
+            .string();
   }
   // An nccl rank on a CPU-only LibTorch stops here, before any peer waits.
   if (auto device = ComputeDevice(o.backend, o.local_rank); !device.ok()) {

@@ -31,6 +31,10 @@ struct StandaloneRankOptions {
   int log_every = 20;                          // steps between log lines
   // When set, rank 0 appends one JSON object per step here.
   std::string metrics_out;
+  // Steps to profile (step_profiler.h); each rank writes its files as
+  // <profile_dir>/rank<R>.*. out_prefix is ignored.
+  ProfileWindow profile;
+  std::string profile_dir = ".";
 };
 
 // Trains rank `rank` of the run. Errors: the data set's, the communicator's

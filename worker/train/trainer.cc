@@ -198,6 +198,7 @@ class Loop {
         scaler_(start.scaler.value_or(ScalerState{})),
         transfers_(c.transfers != nullptr ? c.transfers : s.transfers.get()),
         feeder_(transfers_, kTransferTimeout),
+        profiler_(c.profile, s.device),
         metadata_(c.metadata) {
     metadata_["job_spec"] = c.spec.description;
     metadata_["precision"] = PrecisionName(c.spec.precision);
@@ -243,12 +244,14 @@ class Loop {
         return absl::CancelledError("training cancelled");
       }
       const auto step_start = Clock::now();
+      profiler_.BeforeStep(step_ + 1);
       auto got = feeder_.Next(&batch);
       if (!got.ok()) return got.status();
       if (!*got) return SettleSteps();
       if (absl::Status s = TrainStep(epoch, batch, step_start); !s.ok()) {
         return s;
       }
+      if (absl::Status s = profiler_.AfterStep(step_); !s.ok()) return s;
     }
   }
 
@@ -454,6 +457,7 @@ class Loop {
   GradScaler scaler_;
   HostToDevice* const transfers_;  // null on the CPU
   DeviceFeeder feeder_;
+  StepProfiler profiler_;
   std::optional<StepReport> pending_;  // Report()'s, waiting for its loss
   std::map<std::string, std::string> metadata_;
   std::ofstream trace_;

@@ -28,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "worker/comm/communicator.h"
+#include "worker/train/step_profiler.h"
 #include "worker/train/train_spec.h"
 
 namespace gradsync {
@@ -62,6 +63,9 @@ struct TrainContext {
   std::atomic<int64_t>* step = nullptr;  // progress for heartbeats
   std::atomic<int>* epoch = nullptr;
   int checksum_every = 50;  // steps between cross-rank parameter checks
+  // Steps to record with LibTorch's profiler (step_profiler.h); none when
+  // unset.
+  ProfileWindow profile;
   // Tests only: host-device copies to use in place of the GPU's
   // (device_feeder.h), so the CPU runs the GPU's feeding and loss-reading
   // path. Null: the device decides (a copy stream on CUDA, none on CPU).

@@ -170,4 +170,37 @@ TEST(LaunchTest, AKilledRankStopsTheRunAndIsNamed) {
   EXPECT_LT(run.seconds, 60) << run.output;
 }
 
+TEST(LaunchTest, EveryRankWritesItsProfileOfTheStepsAsked) {
+  const fs::path dir = fs::temp_directory_path() /
+                       ("gradsync_profile_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  LaunchRun run =
+      Launch({"--nproc-per-node", "2", "--backend", "gloo", "--dataset",
+              "synthetic:tiny", "--model", "mlp", "--batch-size", "16",
+              "--loader-threads", "1", "--profile-steps", "2:3",
+              "--profile-dir", dir.string()},
+             240);
+  ASSERT_TRUE(ExitedWith(run.status, 0)) << run.output;
+  for (int rank : {0, 1}) {
+    const std::string table =
+        ReadFile(dir / ("rank" + std::to_string(rank) + ".ops.tsv"));
+    EXPECT_EQ(table.rfind("# steps 2-3 (2 steps) on cpu\n", 0), 0) << table;
+    // The mlp's linear layers ran in the window.
+    EXPECT_TRUE(std::regex_search(table, std::regex("\ncpu\t\\d+\t\\d+\t"
+                                                    "aten::addmm\n")))
+        << table;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(LaunchTest, ABadProfileWindowIsRefused) {
+  LaunchRun run = Launch({"--dataset", "synthetic:tiny", "--model", "mlp",
+                          "--batch-size", "4", "--profile-steps", "5:2"},
+                         60);
+  EXPECT_TRUE(ExitedWith(run.status, 2)) << run.output;
+  EXPECT_NE(run.output.find("profile steps \"5:2\": expected A:B"),
+            std::string::npos)
+      << run.output;
+}
+
 }  // namespace
