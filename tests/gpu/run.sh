@@ -5,7 +5,8 @@
 # machine's PyTorch (its CMake config) and the NCCL of its nvidia-nccl
 # wheel, with Abseil, CLI11 and GoogleTest unpacked from the Debian packages
 # tests/gpu/fetch_debs.sh downloaded (.gpu-debs/, carried with the tree);
-# then runs the CUDA tests and the GPU benchmark and writes everything to
+# then runs the CUDA tests, the GPU benchmark and the CPU tests (in that
+# order: what only a GPU machine can run first) and writes everything to
 # OUT_DIR (default $OUT, else build-gpu/results).
 #
 # The target machine: CUDA 13, PyTorch 2.11 (CUDA 13 build), CMake, ninja,
@@ -111,24 +112,19 @@ bin=$build/cmake/bin
 cat "$out/devices.txt"
 [ "$build_only" = 1 ] && { log "done (--build-only)"; exit 0; }
 
-# 4. Tests: the CPU ones this build has, then the CUDA ones.
-ctest --test-dir "$build/cmake" --output-on-failure -j4 -LE gpu \
-  > "$out/ctest-cpu.log" 2>&1
-cpu_rc=$?
-log "CPU tests: $(grep -E 'tests passed|tests failed' "$out/ctest-cpu.log" | tail -1)"
+# 4. The CUDA tests first: they and the benchmark are what only this machine
+# can run, so they come before the CPU tests (which CI also runs) in case a
+# time limit ends the script early.
 ctest --test-dir "$build/cmake" --output-on-failure -L gpu \
   > "$out/ctest-gpu.log" 2>&1
 gpu_rc=$?
-log "GPU tests: $(grep -E 'tests passed|tests failed' "$out/ctest-gpu.log" | tail -1); skipped: $(grep -c 'Skipped' "$out/ctest-gpu.log")"
+log "GPU tests after $(( $(date +%s) - start )) s: $(grep -E 'tests passed|tests failed' "$out/ctest-gpu.log" | tail -1); skipped: $(grep -c 'Skipped' "$out/ctest-gpu.log")"
+bench_rc=0
 if [ "${cuda_ok:-0}" != 1 ]; then
   log "no usable GPU (torch.cuda.is_available() is false): GPU tests skipped, no benchmark"
-  exit $(( cpu_rc || gpu_rc ))
-fi
-
-# 5. The GPU benchmark: gradsync against PyTorch DDP on this GPU, in
-# bf16-mixed (the issue's figure) and in 32.
-bench_rc=0
-if [ -f "$root/bench/train_vs_ddp.py" ]; then
+elif [ -f "$root/bench/train_vs_ddp.py" ]; then
+  # 5. The GPU benchmark: gradsync against PyTorch DDP on this GPU, in
+  # bf16-mixed (the issue's figure) and in 32.
   for precision in bf16-mixed 32; do
     "$py" "$root/bench/train_vs_ddp.py" --device cuda --bin "$bin" \
       --precision "$precision" --results "$out" \
@@ -136,7 +132,7 @@ if [ -f "$root/bench/train_vs_ddp.py" ]; then
     rc=$?
     [ "$rc" = 0 ] || bench_rc=$rc
     tail -5 "$out/bench-$precision.log"
-    log "benchmark $precision exit $rc (bench-$precision.log)"
+    log "benchmark $precision exit $rc after $(( $(date +%s) - start )) s (bench-$precision.log)"
   done
   if [ "$profile" = 1 ]; then
     "$py" "$root/bench/train_vs_ddp.py" --device cuda --bin "$bin" \
@@ -145,8 +141,14 @@ if [ -f "$root/bench/train_vs_ddp.py" ]; then
     rc=$?
     [ "$rc" = 0 ] || bench_rc=$rc
     tail -25 "$out/profile.log"
-    log "profile exit $rc (profile.log, profile/)"
+    log "profile exit $rc after $(( $(date +%s) - start )) s (profile.log, profile/)"
   fi
 fi
+
+# 6. The CPU tests this build has (the data plane against this LibTorch).
+ctest --test-dir "$build/cmake" --output-on-failure -j4 -LE gpu \
+  > "$out/ctest-cpu.log" 2>&1
+cpu_rc=$?
+log "CPU tests after $(( $(date +%s) - start )) s: $(grep -E 'tests passed|tests failed' "$out/ctest-cpu.log" | tail -1)"
 log "done after $(( $(date +%s) - start )) s"
 exit $(( cpu_rc || gpu_rc || bench_rc ))
