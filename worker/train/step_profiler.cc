@@ -60,7 +60,8 @@ StepProfiler::StepProfiler(ProfileWindow window, torch::Device device)
     : window_(std::move(window)), device_(device) {}
 
 StepProfiler::~StepProfiler() {
-  if (started_at_ > 0) Stop().IgnoreError();  // the run failed or ended early
+  // The run failed or ended inside the window.
+  if (started_at_ > 0) Stop(/*wait_for_device=*/false).IgnoreError();
 }
 
 void StepProfiler::BeforeStep(int64_t step) {
@@ -76,17 +77,23 @@ void StepProfiler::BeforeStep(int64_t step) {
   last_seen_ = step - 1;
 }
 
+bool StepProfiler::EndsAt(int64_t step) const {
+  return started_at_ > 0 && step >= window_.last_step;
+}
+
 absl::Status StepProfiler::AfterStep(int64_t step) {
   if (started_at_ == 0) return absl::OkStatus();
   last_seen_ = step;
   if (step < window_.last_step) return absl::OkStatus();
-  return Stop();
+  return Stop(/*wait_for_device=*/true);
 }
 
-absl::Status StepProfiler::Stop() {
+absl::Status StepProfiler::Stop(bool wait_for_device) {
   // The GPU may still run the window's work: what it has not run yet has
   // not been recorded.
-  if (device_.is_cuda()) torch::cuda::synchronize(device_.index());
+  if (wait_for_device && device_.is_cuda()) {
+    torch::cuda::synchronize(device_.index());
+  }
   std::unique_ptr<kineto::ProfilerResult> result = kineto::disableProfiler();
   const int64_t first = started_at_;
   started_at_ = 0;

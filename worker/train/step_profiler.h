@@ -42,19 +42,26 @@ absl::StatusOr<ProfileWindow> ParseProfileSteps(absl::string_view text,
 class StepProfiler {
  public:
   StepProfiler(ProfileWindow window, torch::Device device);
-  // Stops and writes what it has if the run ended inside the window.
+  // Stops and writes what it has if the run ended inside the window (what
+  // the device had not finished is missing then).
   ~StepProfiler();
   StepProfiler(const StepProfiler&) = delete;
   StepProfiler& operator=(const StepProfiler&) = delete;
 
   // Before step `step` runs: starts recording at the window's first step.
   void BeforeStep(int64_t step);
+  // Whether step `step` ends the window. The caller must then settle, with
+  // a deadline, whatever the device's queue waits on (collectives in
+  // flight) before AfterStep, which waits for the device without one.
+  bool EndsAt(int64_t step) const;
   // After step `step`: at the window's last step, waits for the device,
   // stops and writes the files. The file's error, if one cannot be written.
   absl::Status AfterStep(int64_t step);
 
  private:
-  absl::Status Stop();
+  // Stops and writes; waits for the device first when asked (the
+  // destructor does not: a failed run may have left a collective hung).
+  absl::Status Stop(bool wait_for_device);
 
   const ProfileWindow window_;
   const torch::Device device_;

@@ -251,6 +251,11 @@ class Loop {
       if (absl::Status s = TrainStep(epoch, batch, step_start); !s.ok()) {
         return s;
       }
+      if (profiler_.EndsAt(step_)) {
+        // The profile waits for the GPU: first wait, bounded, for the
+        // all-reduces the step left in flight.
+        if (absl::Status s = s_.reducer->Drain(); !s.ok()) return s;
+      }
       if (absl::Status s = profiler_.AfterStep(step_); !s.ok()) return s;
     }
   }

@@ -93,6 +93,18 @@ TEST_F(StepProfilerTest, ARunEndingInsideTheWindowWritesWhatItHas) {
   EXPECT_EQ(Calls(table, "aten::mm"), 2 * 2) << table;
 }
 
+TEST_F(StepProfilerTest, SaysWhichStepEndsTheWindowOnceItRecords) {
+  StepProfiler profiler(Window("2:3"), torch::Device(torch::kCPU));
+  EXPECT_FALSE(profiler.EndsAt(3));  // not recording yet
+  profiler.BeforeStep(1);
+  EXPECT_FALSE(profiler.EndsAt(3));
+  profiler.BeforeStep(2);
+  EXPECT_FALSE(profiler.EndsAt(2));
+  EXPECT_TRUE(profiler.EndsAt(3));
+  ASSERT_TRUE(profiler.AfterStep(3).ok());
+  EXPECT_FALSE(profiler.EndsAt(3));  // written and stopped
+}
+
 TEST_F(StepProfilerTest, AnUnwritablePlaceIsNamed) {
   const std::string prefix = (dir_ / "missing" / "rank0").string();
   StepProfiler profiler(*ParseProfileSteps("1", prefix),
