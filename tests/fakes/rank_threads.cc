@@ -106,8 +106,11 @@ c10::Device RankDevice(Backend backend, int rank) {
 
 std::string CannotRunRanks(Backend backend, int /*world*/) {
   if (backend != Backend::kNccl) return "";
-  if (!torch::cuda::is_available()) return "this LibTorch has no CUDA";
-  if (torch::cuda::device_count() == 0) return "this machine has no GPU";
+  // is_available() is device_count() > 0, so it covers both causes.
+  if (!torch::cuda::is_available()) {
+    return "no GPU for NCCL (this LibTorch has no CUDA, or this machine has "
+           "no GPU)";
+  }
   return "";  // fewer GPUs than ranks: processes sharing them
 }
 

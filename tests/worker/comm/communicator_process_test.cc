@@ -6,10 +6,8 @@
 // one and times the others, over the default transport only).
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <torch/torch.h>
 
-#include <optional>
 #include <string>
 #include <tuple>
 
@@ -21,26 +19,6 @@
 
 namespace gradsync {
 namespace {
-
-// Sets GRADSYNC_GLOO_SHM for its lifetime; rank processes inherit it.
-class TransportScope {
- public:
-  explicit TransportScope(bool shm) {
-    if (const char* v = getenv(kVar)) saved_ = v;
-    setenv(kVar, shm ? "1" : "0", 1);
-  }
-  ~TransportScope() {
-    if (saved_) {
-      setenv(kVar, saved_->c_str(), 1);
-    } else {
-      unsetenv(kVar);
-    }
-  }
-
- private:
-  static constexpr char kVar[] = "GRADSYNC_GLOO_SHM";
-  std::optional<std::string> saved_;
-};
 
 // All-reduces go through shared memory exactly when asked for and there is
 // a peer to share it with.
@@ -86,7 +64,7 @@ class ProcessTest : public ::testing::TestWithParam<std::tuple<int, bool>> {
 
 TEST_P(ProcessTest, AllCollectivesAcrossProcesses) {
   const auto [world, shm] = GetParam();
-  TransportScope transport(shm);
+  GlooTransportScope transport(shm);
   RunRankProcesses(Backend::kGloo, world, absl::Seconds(60),
                    [shm = shm](int rank, Communicator& comm) {
                      ExpectTransport(comm, shm);
@@ -113,7 +91,7 @@ class ProcessKillTest : public ::testing::TestWithParam<bool> {
 
 TEST_P(ProcessKillTest, SurvivorsNameTheKilledRank) {
   const bool shm = GetParam();
-  TransportScope transport(shm);
+  GlooTransportScope transport(shm);
   RunRankProcesses(Backend::kGloo, 3, absl::Seconds(2),
                    [shm](int rank, Communicator& comm) {
                      ExpectTransport(comm, shm);

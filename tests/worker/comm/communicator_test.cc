@@ -269,7 +269,7 @@ std::vector<int> TcpSendBuffers() {
 
 TEST_P(GlooLargeBroadcastTest, FollowsSmallAndRingAllReduces) {
   const int world = GetParam();
-  setenv("GRADSYNC_GLOO_SHM", "0", 1);  // the ranks' all-reduces over TCP
+  GlooTransportScope tcp(/*shared_memory=*/false);
   RunRankProcesses(
       Backend::kGloo, world, absl::Seconds(20),
       [&](int rank, Communicator& comm) {
@@ -291,7 +291,6 @@ TEST_P(GlooLargeBroadcastTest, FollowsSmallAndRingAllReduces) {
           EXPECT_TRUE(torch::equal(big, torch::ones_like(big))) << root;
         }
       });
-  unsetenv("GRADSYNC_GLOO_SHM");
 }
 
 INSTANTIATE_TEST_SUITE_P(Worlds, GlooLargeBroadcastTest,
