@@ -120,29 +120,29 @@ ctest --test-dir "$build/cmake" --output-on-failure -L gpu \
 gpu_rc=$?
 log "GPU tests after $(( $(date +%s) - start )) s: $(grep -E 'tests passed|tests failed' "$out/ctest-gpu.log" | tail -1); skipped: $(grep -c 'Skipped' "$out/ctest-gpu.log")"
 bench_rc=0
+# bench WHAT LINES ARGS...: bench/train_vs_ddp.py --device cuda ARGS, its
+# output in OUT_DIR/WHAT.log, of which it shows the last LINES.
+bench() {
+  local what=$1 lines=$2
+  shift 2
+  "$py" "$root/bench/train_vs_ddp.py" --device cuda --bin "$bin" "$@" \
+    > "$out/$what.log" 2>&1
+  local rc=$?
+  [ "$rc" = 0 ] || bench_rc=$rc
+  tail -"$lines" "$out/$what.log"
+  log "$what exit $rc after $(( $(date +%s) - start )) s ($what.log)"
+}
 if [ "${cuda_ok:-0}" != 1 ]; then
   log "no usable GPU (torch.cuda.is_available() is false): GPU tests skipped, no benchmark"
 elif [ -f "$root/bench/train_vs_ddp.py" ]; then
   # 5. The GPU benchmark: gradsync against PyTorch DDP on this GPU, in
-  # bf16-mixed (the issue's figure) and in 32.
+  # bf16-mixed (the issue's figure) and in 32; with --profile, where their
+  # GPU time differs in 32 (tables in OUT_DIR/profile).
   for precision in bf16-mixed 32; do
-    "$py" "$root/bench/train_vs_ddp.py" --device cuda --bin "$bin" \
-      --precision "$precision" --results "$out" \
-      > "$out/bench-$precision.log" 2>&1
-    rc=$?
-    [ "$rc" = 0 ] || bench_rc=$rc
-    tail -5 "$out/bench-$precision.log"
-    log "benchmark $precision exit $rc after $(( $(date +%s) - start )) s (bench-$precision.log)"
+    bench "bench-$precision" 5 --precision "$precision" --results "$out"
   done
-  if [ "$profile" = 1 ]; then
-    "$py" "$root/bench/train_vs_ddp.py" --device cuda --bin "$bin" \
-      --precision 32 --profile --results "$out/profile" \
-      > "$out/profile.log" 2>&1
-    rc=$?
-    [ "$rc" = 0 ] || bench_rc=$rc
-    tail -25 "$out/profile.log"
-    log "profile exit $rc after $(( $(date +%s) - start )) s (profile.log, profile/)"
-  fi
+  [ "$profile" = 1 ] &&
+    bench profile 25 --precision 32 --profile --results "$out/profile"
 fi
 
 # 6. The CPU tests this build has (the data plane against this LibTorch).

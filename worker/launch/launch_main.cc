@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!profile_steps.empty()) {
-    auto window = gradsync::ParseProfileSteps(profile_steps, "");
+    auto window = gradsync::ParseProfileSteps(profile_steps);
     if (!window.ok()) {
       std::cerr << "gradsync-launch: --" << window.status().message() << "\n";
       return 2;

@@ -32,7 +32,7 @@ struct StandaloneRankOptions {
   // When set, rank 0 appends one JSON object per step here.
   std::string metrics_out;
   // Steps to profile (step_profiler.h); each rank writes its files as
-  // <profile_dir>/rank<R>.*. out_prefix is ignored.
+  // <profile_dir>/rank<R>.* (its out_prefix is set from these).
   ProfileWindow profile;
   std::string profile_dir = ".";
 };

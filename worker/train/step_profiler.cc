@@ -40,11 +40,9 @@ struct Total {
 
 }  // namespace
 
-absl::StatusOr<ProfileWindow> ParseProfileSteps(absl::string_view text,
-                                                std::string out_prefix) {
+absl::StatusOr<ProfileWindow> ParseProfileSteps(absl::string_view text) {
   std::vector<absl::string_view> parts = absl::StrSplit(text, ':');
   ProfileWindow w;
-  w.out_prefix = std::move(out_prefix);
   const bool parsed = (parts.size() == 1 || parts.size() == 2) &&
                       absl::SimpleAtoi(parts[0], &w.first_step) &&
                       absl::SimpleAtoi(parts.back(), &w.last_step);
@@ -84,8 +82,7 @@ bool StepProfiler::EndsAt(int64_t step) const {
 absl::Status StepProfiler::AfterStep(int64_t step) {
   if (started_at_ == 0) return absl::OkStatus();
   last_seen_ = step;
-  if (step < window_.last_step) return absl::OkStatus();
-  return Stop(/*wait_for_device=*/true);
+  return EndsAt(step) ? Stop(/*wait_for_device=*/true) : absl::OkStatus();
 }
 
 absl::Status StepProfiler::Stop(bool wait_for_device) {

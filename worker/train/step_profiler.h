@@ -34,10 +34,9 @@ struct ProfileWindow {
   bool enabled() const { return last_step > 0; }
 };
 
-// "A:B" (1 <= A <= B) or "A" (one step). INVALID_ARGUMENT naming the text
-// otherwise.
-absl::StatusOr<ProfileWindow> ParseProfileSteps(absl::string_view text,
-                                                std::string out_prefix);
+// "A:B" (1 <= A <= B) or "A" (one step), with no out_prefix yet.
+// INVALID_ARGUMENT naming the text otherwise.
+absl::StatusOr<ProfileWindow> ParseProfileSteps(absl::string_view text);
 
 class StepProfiler {
  public:

@@ -48,9 +48,11 @@ class StepProfilerTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  ProfileWindow Window(const std::string& steps) {
-    auto w = ParseProfileSteps(steps, (dir_ / "rank0").string());
+  // The window `steps`, writing to `prefix` (default: rank0 in dir_).
+  ProfileWindow Window(const std::string& steps, std::string prefix = "") {
+    auto w = ParseProfileSteps(steps);
     EXPECT_TRUE(w.ok()) << w.status();
+    w->out_prefix = prefix.empty() ? (dir_ / "rank0").string() : prefix;
     return *w;
   }
   // One "training step": a linear layer forward and backward.
@@ -107,8 +109,7 @@ TEST_F(StepProfilerTest, SaysWhichStepEndsTheWindowOnceItRecords) {
 
 TEST_F(StepProfilerTest, AnUnwritablePlaceIsNamed) {
   const std::string prefix = (dir_ / "missing" / "rank0").string();
-  StepProfiler profiler(*ParseProfileSteps("1", prefix),
-                        torch::Device(torch::kCPU));
+  StepProfiler profiler(Window("1", prefix), torch::Device(torch::kCPU));
   profiler.BeforeStep(1);
   Step();
   const absl::Status s = profiler.AfterStep(1);
@@ -117,12 +118,12 @@ TEST_F(StepProfilerTest, AnUnwritablePlaceIsNamed) {
 }
 
 TEST(ParseProfileStepsTest, TakesAWindowOrOneStep) {
-  auto w = ParseProfileSteps("3:5", "p");
+  auto w = ParseProfileSteps("3:5");
   ASSERT_TRUE(w.ok()) << w.status();
   EXPECT_EQ(w->first_step, 3);
   EXPECT_EQ(w->last_step, 5);
-  EXPECT_EQ(w->out_prefix, "p");
-  w = ParseProfileSteps("7", "p");
+  EXPECT_TRUE(w->out_prefix.empty()) << w->out_prefix;  // the caller's to set
+  w = ParseProfileSteps("7");
   ASSERT_TRUE(w.ok()) << w.status();
   EXPECT_EQ(w->first_step, 7);
   EXPECT_EQ(w->last_step, 7);
@@ -130,7 +131,7 @@ TEST(ParseProfileStepsTest, TakesAWindowOrOneStep) {
 
 TEST(ParseProfileStepsTest, RefusesWhatIsNotAWindow) {
   for (const char* bad : {"", "0:2", "5:3", "a:b", "1:2:3", "-1", ":4"}) {
-    auto w = ParseProfileSteps(bad, "p");
+    auto w = ParseProfileSteps(bad);
     EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(w.status().message().find(std::string("\"") + bad + "\""),
               std::string::npos)
