@@ -12,7 +12,7 @@
 #include <string>
 
 #include "absl/time/clock.h"
-#include "coordinator/store/file_store.h"
+#include "foundation/store/file_store.h"
 #include "worker/comm/gloo/gloo_communicator.h"
 
 int main(int argc, char** argv) {

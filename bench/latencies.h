@@ -7,11 +7,11 @@
 
 #include <algorithm>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "coordinator/control/metrics_aggregator.h"
 #include "coordinator/wire/secrets.h"
@@ -22,31 +22,31 @@ namespace gradsync::bench {
 class Latencies {
  public:
   void Add(double ms) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     values_.push_back(ms);
   }
   void Merge(const std::vector<double>& v) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     values_.insert(values_.end(), v.begin(), v.end());
   }
   size_t count() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return values_.size();
   }
   std::vector<double> Values() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return values_;
   }
   std::string Describe(double seconds) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return absl::StrFormat("%zu ops, %.0f ops/s, p50 %.3f ms, p99 %.3f ms",
                            values_.size(), values_.size() / seconds,
                            Quantile(values_, 0.5), Quantile(values_, 0.99));
   }
 
  private:
-  mutable std::mutex mu_;
-  std::vector<double> values_;
+  mutable absl::Mutex mu_;
+  std::vector<double> values_ ABSL_GUARDED_BY(mu_);
 };
 
 inline double MsSince(absl::Time start) {

@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "bench/coordinator_process.h"
@@ -27,6 +27,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include "worker/comm/communicator.h"
+#include "worker/comm/create_communicator.h"
 #endif
 
 namespace gradsync::bench {
@@ -41,10 +42,11 @@ struct Timeline {
   explicit Timeline(int ranks)
       : assigned(ranks, 0), addresses(ranks, 0), past_barrier(ranks, 0) {}
   void Fail(const std::string& what) {
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     if (errors++ == 0) first_error = what;
   }
   void Fill(RendezvousResult& r) const {
+    absl::MutexLock lock(&mu);
     auto max = [](const std::vector<double>& v) {
       return *std::max_element(v.begin(), v.end());
     };
@@ -56,9 +58,9 @@ struct Timeline {
     r.barrier_ms = max(past_barrier);
   }
   std::vector<double> assigned, addresses, past_barrier;
-  std::mutex mu;
-  int errors = 0;
-  std::string first_error;
+  mutable absl::Mutex mu;
+  int errors ABSL_GUARDED_BY(mu) = 0;
+  std::string first_error ABSL_GUARDED_BY(mu);
 };
 
 std::string AddressKey(int rank) { return absl::StrCat("addr/", rank); }

@@ -10,8 +10,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "foundation/data_index/image_header.h"
 #include "gradsync/config.h"
-#include "loader/image_header.h"
 
 #if GRADSYNC_WITH_OPENCV
 #include <opencv2/imgcodecs.hpp>

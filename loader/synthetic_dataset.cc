@@ -3,24 +3,11 @@
 #include <algorithm>
 
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "loader/sample_rng.h"
 
 namespace gradsync {
 namespace {
-
-struct Preset {
-  const char* name;
-  ImageShape shape;
-  int classes;
-  int64_t train, test;
-};
-
-constexpr Preset kPresets[] = {
-    {"cifar10", {32, 32, 3}, 10, 50000, 10000},
-    {"tiny", {12, 12, 3}, 4, 512, 128},  // smoke tests
-};
 
 // The mean of channel c in quadrant q of class k's images.
 uint8_t ClassColour(int k, int c, int q) {
@@ -32,40 +19,19 @@ uint8_t ClassColour(int k, int c, int q) {
 
 absl::StatusOr<std::unique_ptr<SyntheticDataset>> SyntheticDataset::Open(
     const std::string& path, const std::string& split, int channels) {
-  if (!absl::StartsWith(path, kSyntheticPrefix)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, " is not a synthetic data set (synthetic:<preset>)"));
-  }
-  const std::string preset = path.substr(sizeof(kSyntheticPrefix) - 1);
-  const Preset* p = nullptr;
-  std::string known;
-  for (const Preset& candidate : kPresets) {
-    if (preset == candidate.name) p = &candidate;
-    absl::StrAppend(&known, known.empty() ? "" : ", ",
-                    "synthetic:", candidate.name);
-  }
-  if (p == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown synthetic data set '", path, "' (known: ", known, ")"));
-  }
+  absl::StatusOr<SyntheticPreset> preset = FindSyntheticPreset(path);
+  if (!preset.ok()) return preset.status();
   if (channels != 0 && channels != 1 && channels != 3) {
     return absl::InvalidArgumentError(
         absl::StrCat("channels must be 0, 1 or 3 (got ", channels, ")"));
   }
-  int64_t size = 0;
-  if (split == "train") {
-    size = p->train;
-  } else if (split == "test") {
-    size = p->test;
-  } else {
-    return absl::NotFoundError(absl::StrCat(path, " has no split '", split,
-                                            "' (splits: train, test)"));
-  }
-  ImageShape shape = p->shape;
-  if (channels != 0) shape.channels = channels;
-  return std::unique_ptr<SyntheticDataset>(
-      new SyntheticDataset(absl::StrCat(path, "/", split),
-                           split == "train" ? 1 : 2, size, shape, p->classes));
+  absl::StatusOr<int64_t> size = SyntheticSplitSize(path, split);
+  if (!size.ok()) return size.status();
+  const ImageShape shape{preset->rows, preset->cols,
+                         channels != 0 ? channels : preset->channels};
+  return std::unique_ptr<SyntheticDataset>(new SyntheticDataset(
+      absl::StrCat(path, "/", split), split == "train" ? 1 : 2, *size, shape,
+      preset->classes));
 }
 
 int64_t SyntheticDataset::label(int64_t index) const {

@@ -1,11 +1,8 @@
 // SyntheticDataset: images made up from their index, like torchvision's
 // FakeData, for benchmarks and smoke runs that need no files (a GPU host
 // with no data set, a machine without OpenCV). A data set path
-// "synthetic:<preset>" names one (OpenDataset, dataset.h):
-//   synthetic:cifar10  3x32x32 RGB, 10 classes, splits train (50,000) and
-//                      test (10,000)
-//   synthetic:tiny     3x12x12 RGB, 4 classes, train 512, test 128 (smoke
-//                      tests)
+// "synthetic:<preset>" names one (OpenDataset, dataset.h); the presets and
+// their sizes are in foundation/data_index/synthetic_presets.h.
 // Unlike FakeData's, the classes can be learnt: each class has its own
 // colour per image quadrant, and every pixel adds noise to it. Sample i of a
 // split is the same on every host and in every run (a function of preset,
@@ -19,12 +16,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "foundation/data_index/synthetic_presets.h"
 #include "loader/dataset.h"
 
 namespace gradsync {
-
-// "synthetic:" paths start with this.
-inline constexpr char kSyntheticPrefix[] = "synthetic:";
 
 class SyntheticDataset : public Dataset {
  public:

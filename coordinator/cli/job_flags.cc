@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "foundation/data_index/synthetic_presets.h"
 
 namespace gradsync::cli {
 namespace {
@@ -138,9 +139,10 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
     spec.set_collective_timeout_ms(*f.collective_timeout_ms);
   }
   // Relative paths mean "relative to where the CLI runs", as users expect;
-  // the coordinator and workers may run elsewhere.
+  // the coordinator and workers may run elsewhere. A synthetic data set is
+  // a name, not a path.
   auto absolute = [](std::string* path) {
-    if (!path->empty() && (*path)[0] != '/') {
+    if (!path->empty() && (*path)[0] != '/' && !IsSyntheticPath(*path)) {
       std::error_code ec;
       *path = std::filesystem::absolute(*path, ec).lexically_normal().string();
     }

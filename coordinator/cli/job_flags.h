@@ -30,7 +30,8 @@ struct JobFlags {
 
 // INVALID_ARGUMENT for an unreadable or malformed file, an unknown
 // optimizer/backend name or a malformed --resume-snapshot. Relative dataset and
-// checkpoint paths are made absolute against the current directory.
+// checkpoint paths are made absolute against the current directory; a
+// "synthetic:<preset>" data set is a name and stays as it is.
 absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& flags);
 
 }  // namespace gradsync::cli

@@ -21,16 +21,16 @@ CallWatchdog::CallWatchdog() {
 }
 
 uint64_t CallWatchdog::Arm(grpc::ClientContext* context, absl::Time deadline) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const uint64_t id = next_id_++;
   armed_.emplace(id, std::make_pair(deadline, context));
   by_deadline_.emplace(deadline, id);
-  if (deadline < wake_) cv_.notify_one();
+  if (deadline < wake_) cv_.Signal();
   return id;
 }
 
 bool CallWatchdog::Disarm(uint64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (fired_.erase(id) > 0) return true;
   auto it = armed_.find(id);
   if (it != armed_.end()) {
@@ -41,7 +41,7 @@ bool CallWatchdog::Disarm(uint64_t id) {
 }
 
 void CallWatchdog::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (;;) {
     const absl::Time now = absl::Now();
     while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
@@ -56,7 +56,7 @@ void CallWatchdog::Run() {
     if (!by_deadline_.empty()) {
       wake_ = std::min(wake_, by_deadline_.begin()->first);
     }
-    cv_.wait_until(lock, absl::ToChronoTime(wake_));
+    cv_.WaitWithDeadline(&mu_, wake_);
   }
 }
 

@@ -9,13 +9,13 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <set>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace gradsync {
@@ -36,13 +36,16 @@ class CallWatchdog {
   CallWatchdog();
   void Run();
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  uint64_t next_id_ = 1;
-  absl::Time wake_ = absl::InfinitePast();  // when Run next looks
-  std::set<std::pair<absl::Time, uint64_t>> by_deadline_;
-  std::map<uint64_t, std::pair<absl::Time, grpc::ClientContext*>> armed_;
-  std::set<uint64_t> fired_;  // cancelled, not yet disarmed
+  absl::Mutex mu_;
+  absl::CondVar cv_;  // Run's sleep, cut short by an earlier deadline
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // When Run next looks.
+  absl::Time wake_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::set<std::pair<absl::Time, uint64_t>> by_deadline_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, std::pair<absl::Time, grpc::ClientContext*>> armed_
+      ABSL_GUARDED_BY(mu_);
+  // Cancelled, not yet disarmed.
+  std::set<uint64_t> fired_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gradsync

@@ -1,7 +1,7 @@
 // RemoteStore: a worker's view of the coordinator's store of one job
 // attempt (a MemoryStore there), over the WorkerService store calls, made
 // for `task` (its worker, job and attempt) with the worker's key (see
-// worker_service.proto). Implements Store (coordinator/store/store.h).
+// worker_service.proto). Implements Store (foundation/store/store.h).
 // Ops go as messages on one StoreSession stream (store_stream.h); an op
 // made while another thread's op is on the stream goes as its unary call
 // (StoreSet, StoreGet, ...), as every op does with `stream` off. Either
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "coordinator/client/store_stream.h"
-#include "coordinator/store/store.h"
+#include "foundation/store/store.h"
 #include "gradsync/v1/worker_service.grpc.pb.h"
 
 namespace gradsync {

@@ -65,16 +65,17 @@ StoreStream::StoreStream(std::shared_ptr<v1::WorkerService::StubInterface> stub,
     : stub_(std::move(stub)), worker_key_(std::move(worker_key)) {}
 
 StoreStream::~StoreStream() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (session_ == nullptr) return;
   const absl::Time deadline = absl::Now() + kCloseWait;
   if (absl::Status s = Drain(deadline); !s.ok()) {
     std::fprintf(stderr, "%s\n", s.ToString().c_str());
   }
   if (session_ == nullptr) return;  // Drain broke it
-  WithDeadline(session_->context, deadline, [this] {
-    session_->stream->WritesDone();
-    (void)session_->stream->Finish();
+  Session& session = *session_;
+  WithDeadline(session.context, deadline, [&session] {
+    session.stream->WritesDone();
+    (void)session.stream->Finish();
   });
 }
 
@@ -95,16 +96,18 @@ absl::Status StoreStream::Open(absl::Time deadline) {
 
 absl::Status StoreStream::Write(const v1::StoreOp& op, absl::Time deadline) {
   bool ok = false;
-  const bool timed_out = WithDeadline(
-      session_->context, deadline, [&] { ok = session_->stream->Write(op); });
+  Session& session = *session_;
+  const bool timed_out = WithDeadline(session.context, deadline,
+                                      [&] { ok = session.stream->Write(op); });
   return ok ? absl::OkStatus() : Break(OpName(op), timed_out);
 }
 
 absl::Status StoreStream::Read(v1::StoreReply* reply, const char* what,
                                absl::Time deadline) {
   bool ok = false;
+  Session& session = *session_;
   const bool timed_out = WithDeadline(
-      session_->context, deadline, [&] { ok = session_->stream->Read(reply); });
+      session.context, deadline, [&] { ok = session.stream->Read(reply); });
   return ok ? absl::OkStatus() : Break(what, timed_out);
 }
 
@@ -138,8 +141,9 @@ absl::Status StoreStream::Break(const char* what, bool timed_out) {
   // Finish gives the failed stream's status (bounded: the call may still
   // be open on the other side).
   grpc::Status status;
-  WithDeadline(session_->context, absl::Now() + kCloseWait,
-               [&] { status = session_->stream->Finish(); });
+  Session& session = *session_;
+  WithDeadline(session.context, absl::Now() + kCloseWait,
+               [&] { status = session.stream->Finish(); });
   if (timed_out) {
     status = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                           "no answer from the coordinator by the deadline "
@@ -182,8 +186,14 @@ bool StoreStream::MayRepeat(const absl::Status& failed, bool reused) const {
 
 std::optional<absl::StatusOr<v1::StoreReply>> StoreStream::TryCall(
     const v1::StoreOp& op, absl::Time deadline) {
-  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-  if (!lock.owns_lock()) return std::nullopt;
+  if (!mu_.TryLock()) return std::nullopt;
+  absl::StatusOr<v1::StoreReply> reply = Call(op, deadline);
+  mu_.Unlock();
+  return reply;
+}
+
+absl::StatusOr<v1::StoreReply> StoreStream::Call(const v1::StoreOp& op,
+                                                 absl::Time deadline) {
   const bool reused = session_ != nullptr && session_->unanswered.empty();
   absl::StatusOr<v1::StoreReply> reply = Exchange(op, deadline);
   // An add is not repeated: the first may have been applied.
@@ -195,8 +205,13 @@ std::optional<absl::StatusOr<v1::StoreReply>> StoreStream::TryCall(
 
 std::optional<absl::Status> StoreStream::TrySend(const v1::StoreOp& op,
                                                  absl::Time deadline) {
-  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-  if (!lock.owns_lock()) return std::nullopt;
+  if (!mu_.TryLock()) return std::nullopt;
+  absl::Status sent = Send(op, deadline);
+  mu_.Unlock();
+  return sent;
+}
+
+absl::Status StoreStream::Send(const v1::StoreOp& op, absl::Time deadline) {
   const bool existed = session_ != nullptr;
   if (absl::Status s = Open(deadline); !s.ok()) return s;
   if (session_->unanswered.size() >= kMaxUnanswered) {

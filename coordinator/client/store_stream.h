@@ -30,12 +30,13 @@
 
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "gradsync/v1/worker_service.grpc.pb.h"
 
@@ -66,31 +67,42 @@ class StoreStream {
  private:
   struct Session;  // one open stream
 
+  // TryCall and TrySend once they hold the stream.
+  absl::StatusOr<v1::StoreReply> Call(const v1::StoreOp& op,
+                                      absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Send(const v1::StoreOp& op, absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The open stream, opened when there is none.
-  absl::Status Open(absl::Time deadline);
-  absl::Status Write(const v1::StoreOp& op, absl::Time deadline);
+  absl::Status Open(absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Write(const v1::StoreOp& op, absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Read(v1::StoreReply* reply, const char* what,
-                    absl::Time deadline);
+                    absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Open, write `op`, read and settle its reply.
   absl::StatusOr<v1::StoreReply> Exchange(const v1::StoreOp& op,
-                                          absl::Time deadline);
+                                          absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether an op that `failed` as its stream broke may go once more on a
   // new one: the stream was open before the op (`reused`) with no set
   // unsettled, and the failure is not the op's deadline.
-  bool MayRepeat(const absl::Status& failed, bool reused) const;
+  bool MayRepeat(const absl::Status& failed, bool reused) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Settles the sets sent since the last reply with a sync op.
-  absl::Status Drain(absl::Time deadline);
+  absl::Status Drain(absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The sets sent before `reply` are settled by it: the first refused
   // one's error.
-  absl::Status Settle(const v1::StoreReply& reply);
+  absl::Status Settle(const v1::StoreReply& reply)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends a failed stream: the error for the op `what`, with the stream's
   // status (DEADLINE_EXCEEDED when `timed_out`) and the sets it lost.
-  absl::Status Break(const char* what, bool timed_out);
+  absl::Status Break(const char* what, bool timed_out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::shared_ptr<v1::WorkerService::StubInterface> stub_;
   const std::string worker_key_;
-  std::mutex mu_;                     // held for the length of one op
-  std::unique_ptr<Session> session_;  // guarded by mu_
+  absl::Mutex mu_;  // held for the length of one op
+  std::unique_ptr<Session> session_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gradsync

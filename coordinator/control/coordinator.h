@@ -43,7 +43,7 @@
 #include "coordinator/control/port_allocator.h"
 #include "coordinator/persist/job_persister.h"
 #include "coordinator/persist/job_store.h"
-#include "coordinator/store/memory_store.h"
+#include "foundation/store/memory_store.h"
 #include "gradsync/v1/job_service.pb.h"
 #include "gradsync/v1/worker_service.pb.h"
 

@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "coordinator/control/job_state.h"
-#include "coordinator/store/memory_store.h"
+#include "foundation/store/memory_store.h"
 #include "gradsync/v1/job.pb.h"
 #include "gradsync/v1/worker_service.pb.h"
 

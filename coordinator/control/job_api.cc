@@ -12,22 +12,33 @@
 #include "coordinator/control/coordinator.h"
 #include "coordinator/control/coordinator_internal.h"
 #include "coordinator/control/job_spec.h"
-#include "loader/data_roots.h"
-#include "loader/image_folder_index.h"
+#include "foundation/data_index/data_roots.h"
+#include "foundation/data_index/image_folder_index.h"
+#include "foundation/data_index/synthetic_presets.h"
+#include "foundation/files/confined_path.h"
 
 namespace gradsync {
 namespace {
 
-// Size of an image-folder split; errors name the JobSpec field. The split
-// folder is checked against the data roots before it is listed (a listing
-// error names what it found), and every link the listing followed after.
+// Size of a split; errors name the JobSpec field. A synthetic data set's
+// comes from its preset (no files, no data roots). An image folder is
+// checked against the data roots before it is listed (a listing error
+// names what it found), and every link the listing followed after.
 absl::StatusOr<int64_t> CountSamples(const std::string& field,
                                      const std::string& path,
                                      const std::string& split,
                                      const std::vector<std::string>& roots) {
+  if (IsSyntheticPath(path)) {
+    absl::StatusOr<int64_t> size = SyntheticSplitSize(path, split);
+    if (!size.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("job_spec.", field, ": ", size.status().message()));
+    }
+    return size;
+  }
   const std::string folder = SplitPath(path, split);
   if (absl::Status s =
-          CheckUnderDataRoots(absl::StrCat("job_spec.", field), folder, roots);
+          CheckUnderRoots(absl::StrCat("job_spec.", field), folder, roots);
       !s.ok()) {
     return s;
   }
@@ -65,8 +76,11 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(v1::JobSpec spec) {
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = CheckUnderDataRoots(
-          "dataset.path", spec.dataset().path(), options_.data_roots);
+  if (absl::Status s =
+          IsSyntheticPath(spec.dataset().path())
+              ? absl::OkStatus()
+              : CheckUnderRoots("dataset.path", spec.dataset().path(),
+                                options_.data_roots);
       !s.ok()) {
     return s;
   }

@@ -90,7 +90,9 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
 
 absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
   if (spec.dataset().path().empty()) {
-    return Invalid("dataset.path", "is required (an image-folder directory)");
+    return Invalid("dataset.path",
+                   "is required (an image-folder directory or "
+                   "synthetic:<preset>)");
   }
   if (absl::Status s =
           CheckSplitName("dataset.split", spec.dataset().split(), true);

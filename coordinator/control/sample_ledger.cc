@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "coordinator/control/job_state.h"
-#include "loader/sampler.h"
+#include "foundation/data_index/sampler.h"
 
 namespace gradsync {
 namespace {

@@ -2,12 +2,12 @@
 // part of each epoch's sample order the job's attempts have committed at
 // checkpoints, and the shards that follow from it.
 //
-// An epoch's samples have one order (EpochOrder, loader/sampler.h). Since
-// every attempt trains what is left of that order from where the committed
-// part ends, and a checkpoint commits a prefix of what the attempt was
-// given (the first k batches of every rank are the first k * b * W entries
-// of the strided list), the uncommitted samples are always a suffix of the
-// order: a segment is described by its offset alone.
+// An epoch's samples have one order (EpochOrder,
+// foundation/data_index/sampler.h). Since every attempt trains what is left of
+// that order from where the committed part ends, and a checkpoint commits a
+// prefix of what the attempt was given (the first k batches of every rank are
+// the first k * b * W entries of the strided list), the uncommitted samples are
+// always a suffix of the order: a segment is described by its offset alone.
 //
 // Functions over the Job record; the caller serialises access (the
 // coordinator holds its lock).

@@ -246,13 +246,11 @@ v1::Assignment Coordinator::MakeAssignment(const JobEntry& entry,
   } else if (const v1::CheckpointSpec& c = job.spec().checkpoint();
              !c.resume_snapshot_job().empty()) {
     // Until it commits its own, the job starts from another job's snapshot
-    // (pinned at submit); the trainer treats it as a resume_from.
+    // (pinned at submit), at that snapshot's own position. It travels as
+    // the snapshot it is; resume_from stays empty (it names files).
     a.set_has_resume_snapshot(true);
     a.set_resume_snapshot_job(c.resume_snapshot_job());
     a.set_resume_snapshot_step(c.resume_snapshot_step());
-    a.mutable_spec()->mutable_checkpoint()->set_resume_from(
-        absl::StrCat("snapshot of ", c.resume_snapshot_job(), " step ",
-                     c.resume_snapshot_step()));
   }
   a.set_train_samples(job.train_samples());
   a.set_eval_samples(job.eval_samples());

@@ -12,7 +12,7 @@
 #include "coordinator/control/coordinator_internal.h"
 #include "coordinator/control/sample_ledger.h"
 #include "coordinator/wire/secrets.h"
-#include "loader/sampler.h"
+#include "foundation/data_index/sampler.h"
 
 namespace gradsync {
 namespace {

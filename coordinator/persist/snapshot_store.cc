@@ -17,8 +17,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "coordinator/store/durable_file.h"
 #include "coordinator/wire/pread_full.h"
+#include "foundation/files/durable_file.h"
 
 namespace gradsync {
 namespace {

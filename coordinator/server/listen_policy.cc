@@ -11,8 +11,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "coordinator/store/durable_file.h"
 #include "coordinator/wire/secrets.h"
+#include "foundation/files/durable_file.h"
 
 namespace gradsync {
 namespace {

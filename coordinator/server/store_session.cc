@@ -4,7 +4,7 @@
 
 namespace gradsync {
 
-StoreSessionReactor::StoreSessionReactor(WorkerServiceImpl* service,
+StoreSessionReactor::StoreSessionReactor(StoreOpServer* service,
                                          grpc::CallbackServerContext* context)
     : service_(service), context_(context) {
   StartRead(&op_);

@@ -6,24 +6,36 @@
 // An op that is answered without waiting (a set, an add, a get of a key
 // that is there) is answered on the callback thread that read it; one that
 // waits for missing keys is answered from a thread of its own, so no
-// callback thread blocks. Each op is authorized as its unary call is
-// (WorkerServiceImpl::ServeStoreOp).
+// callback thread blocks. Each op is authorized and answered as its unary
+// call is, by a StoreOpServer (the WorkerService, worker_service.h).
 //
 // Owned by gRPC: created by WorkerServiceImpl::StoreSession, deleted in
-// OnDone. The service must outlive it.
+// OnDone. The StoreOpServer must outlive it.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
-#include "coordinator/server/worker_service.h"
 #include "gradsync/v1/worker_service.grpc.pb.h"
 
 namespace gradsync {
 
+// What a session needs of the service that hosts it.
+class StoreOpServer {
+ public:
+  virtual ~StoreOpServer() = default;
+  // One op, answered into `reply` as its unary call would be. With
+  // `may_wait` false an op that would wait for a missing key is not
+  // answered: false, `reply` untouched (the caller answers it later with
+  // `may_wait`, on a thread that may block). Thread-safe.
+  virtual bool ServeStoreOp(const grpc::ServerContextBase& context,
+                            const v1::StoreOp& op, bool may_wait,
+                            v1::StoreReply* reply) = 0;
+};
+
 class StoreSessionReactor final
     : public grpc::ServerBidiReactor<v1::StoreOp, v1::StoreReply> {
  public:
-  StoreSessionReactor(WorkerServiceImpl* service,
+  StoreSessionReactor(StoreOpServer* service,
                       grpc::CallbackServerContext* context);
 
   void OnReadDone(bool ok) override;
@@ -35,7 +47,7 @@ class StoreSessionReactor final
   // written, then the next op read.
   void Answer();
 
-  WorkerServiceImpl* const service_;
+  StoreOpServer* const service_;
   grpc::CallbackServerContext* const context_;
   // Touched by one thread at a time: the callback that read the op, or the
   // waiting thread it started, until StartWrite.

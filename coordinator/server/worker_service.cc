@@ -7,9 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/server/key_owner.h"
 #include "coordinator/server/snapshot_rpc.h"
-#include "coordinator/server/store_session.h"
-#include "coordinator/store/key_owner.h"
 #include "coordinator/wire/grpc_status.h"
 #include "coordinator/wire/secrets.h"
 

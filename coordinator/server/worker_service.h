@@ -12,6 +12,7 @@
 #include "coordinator/persist/snapshot_store.h"
 #include "coordinator/server/auth.h"
 #include "coordinator/server/call_gate.h"
+#include "coordinator/server/store_session.h"
 #include "gradsync/v1/worker_service.grpc.pb.h"
 
 namespace gradsync {
@@ -30,7 +31,8 @@ class WorkerServiceImpl final
               v1::WorkerService::WithCallbackMethod_StoreGet<
                   v1::WorkerService::WithCallbackMethod_StoreAdd<
                       v1::WorkerService::WithCallbackMethod_StoreSession<
-                          v1::WorkerService::Service>>>>> {
+                          v1::WorkerService::Service>>>>>,
+      public StoreOpServer {
  public:
   // Every call is first checked against `auth` (see auth.h), and every call
   // but RegisterWorker against the caller's worker key and assignment
@@ -97,13 +99,10 @@ class WorkerServiceImpl final
   grpc::Status ServeStoreGet(const grpc::ServerContextBase& context,
                              const v1::StoreGetRequest& request,
                              v1::StoreGetResponse* response);
-  // One op of a StoreSession, answered into `reply` as its unary call
-  // would be. With `may_wait` false an op that would wait for a missing
-  // key is not answered: false, `reply` untouched (the caller answers it
-  // later with `may_wait`, on a thread that may block).
+  // One op of a StoreSession (StoreOpServer, store_session.h).
   bool ServeStoreOp(const grpc::ServerContextBase& context,
                     const v1::StoreOp& op, bool may_wait,
-                    v1::StoreReply* reply);
+                    v1::StoreReply* reply) override;
 
   grpc::Status UploadSnapshot(grpc::ServerContext* context,
                               grpc::ServerReader<v1::SnapshotChunk>* reader,

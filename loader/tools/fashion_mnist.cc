@@ -13,7 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "loader/image_folder_index.h"
+#include "foundation/data_index/image_folder_index.h"
 
 namespace gradsync {
 namespace fs = std::filesystem;

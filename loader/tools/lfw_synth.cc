@@ -13,7 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "loader/image_folder_index.h"
+#include "absl/synchronization/mutex.h"
+#include "foundation/data_index/image_folder_index.h"
 #include "loader/sample_rng.h"
 
 namespace gradsync {
@@ -192,7 +193,7 @@ absl::Status MakeLfw(const LfwOptions& o, std::ostream& progress) {
   std::atomic<int64_t> bytes{0};
   std::atomic<bool> failed{false};
   std::string error;
-  std::mutex error_mu;
+  absl::Mutex error_mu;
   const int threads = o.threads > 0
                           ? o.threads
                           : std::max(1u, std::thread::hardware_concurrency());
@@ -211,13 +212,13 @@ absl::Status MakeLfw(const LfwOptions& o, std::ostream& progress) {
         std::ofstream out(path, std::ios::binary);
         out.write(reinterpret_cast<const char*>(buf.data()), buf.size());
         if (!out) {
-          std::lock_guard<std::mutex> lock(error_mu);
+          absl::MutexLock lock(&error_mu);
           error = absl::StrCat("cannot write ", path.string());
           failed = true;
         }
         bytes += buf.size();
         if (i % 2000 == 0) {
-          std::lock_guard<std::mutex> lock(error_mu);
+          absl::MutexLock lock(&error_mu);
           progress << absl::StrFormat("make-lfw: %d / %d images\n", i,
                                       jobs.size());
         }

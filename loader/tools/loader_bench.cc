@@ -9,9 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "foundation/data_index/image_folder_index.h"
 #include "loader/batch_loader.h"
 #include "loader/image_decoder.h"
-#include "loader/image_folder_index.h"
+#include "loader/image_folder_dataset.h"
 #include "loader/tools/plot.h"
 
 namespace gradsync {

@@ -23,7 +23,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "coordinator/store/file_store.h"
+#include "foundation/store/file_store.h"
+#include "worker/comm/create_communicator.h"
 
 extern char** environ;
 

@@ -6,8 +6,9 @@
 #include <thread>
 #include <vector>
 
-#include "coordinator/store/memory_store.h"
+#include "foundation/store/memory_store.h"
 #include "tests/fakes/rank_processes.h"
+#include "worker/comm/create_communicator.h"
 
 namespace gradsync {
 

@@ -17,7 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "coordinator/store/store.h"
+#include "foundation/store/store.h"
 #include "gradsync/config.h"
 #include "worker/comm/communicator.h"
 
@@ -26,6 +26,16 @@
 #endif
 
 namespace gradsync {
+
+// The backend a multi-rank test binary runs: a test file built twice, once
+// with GRADSYNC_TEST_NCCL (label gpu), runs its cases over NCCL there and
+// over gloo otherwise. (constexpr at namespace scope: each translation
+// unit has its own, so the two builds never meet.)
+#ifdef GRADSYNC_TEST_NCCL
+constexpr Backend kBackend = Backend::kNccl;
+#else
+constexpr Backend kBackend = Backend::kGloo;
+#endif
 
 // Runs body(rank, communicator) on `world` threads and joins them (or in
 // `world` processes, above); rank r of an NCCL group uses GPU r modulo the

@@ -106,4 +106,13 @@ class SimWorker {
   int64_t collective_seq_ = 0;
 };
 
+// A coordinator with two simulated CPU workers on one host, registered in
+// order (w0 first): where most control-plane tests start.
+class TwoWorkerTest : public ::testing::Test {
+ protected:
+  TestCluster c;
+  SimWorker w0{c.workers(), "host-a"};
+  SimWorker w1{c.workers(), "host-a"};
+};
+
 }  // namespace gradsync::testing

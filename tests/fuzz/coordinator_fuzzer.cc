@@ -50,8 +50,8 @@
 #include "coordinator/server/auth.h"
 #include "coordinator/server/call_gate.h"
 #include "coordinator/server/job_service.h"
+#include "coordinator/server/key_owner.h"
 #include "coordinator/server/worker_service.h"
-#include "coordinator/store/key_owner.h"
 #include "coordinator/wire/secrets.h"
 #include "google/protobuf/stubs/logging.h"
 

@@ -1,8 +1,6 @@
 // OpenDataset on a worker with data roots (gradsync-worker --data-root): the
 // worker opens the files, so it refuses a split or a link inside the data
 // set that resolves outside its roots, as the coordinator does.
-#include "loader/dataset.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,6 +8,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "loader/open_dataset.h"
 
 namespace gradsync {
 namespace {
@@ -42,7 +41,8 @@ TEST(DatasetTest, WorkerDataRootsRefuseLinksAndSplitsOutside) {
   EXPECT_EQ(outside.status().code(), absl::StatusCode::kPermissionDenied);
 
   fs::create_directory_symlink(base + "/secret/b", base + "/data/set/train/b");
-  auto linked = OpenDataset(base + "/data/set", "train", 0, {roots, {}, nullptr});
+  auto linked =
+      OpenDataset(base + "/data/set", "train", 0, {roots, {}, nullptr});
   EXPECT_EQ(linked.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_NE(linked.status().message().find(base + "/data/set/train/b"),
             std::string::npos)

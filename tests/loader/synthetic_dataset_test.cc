@@ -5,6 +5,8 @@
 #include <set>
 #include <vector>
 
+#include "loader/open_dataset.h"
+
 namespace gradsync {
 namespace {
 

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "loader/sampler.h"
+#include "foundation/data_index/sampler.h"
 
 int main() {
   std::string line;

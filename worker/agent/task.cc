@@ -12,11 +12,11 @@
 #include "coordinator/wire/grpc_status.h"
 #include "coordinator/wire/secrets.h"
 #include "coordinator/wire/snapshot_stream.h"
-#include "loader/data_roots.h"
+#include "foundation/files/confined_path.h"
 #include "worker/agent/coordinator_call.h"
 #include "worker/agent/task_convert.h"
+#include "worker/rank/rank_runner.h"
 #include "worker/train/compute_threads.h"
-#include "worker/train/trainer.h"
 
 namespace gradsync {
 
@@ -184,7 +184,6 @@ absl::Status Task::ConfineCheckpointPaths(TrainSpec& spec) const {
 
 void Task::Run() {
   const v1::Assignment& a = assignment_;
-  const v1::JobSpec& spec = a.spec();
   SetComputeThreads(1);  // LibTorch's pool and the BLAS library's
   absl::Status status;
   TrainResult result;
@@ -196,46 +195,29 @@ void Task::Run() {
       (void)FlushMetrics();
     }
   });
-  int cuda_device = 0;
-  {
-    CommOptions co;
-    co.rank = a.rank();
-    co.size = a.world_size();
-    co.store = std::make_shared<RemoteStore>(stub_, Ref(), worker_key_);
-    co.timeout = absl::Milliseconds(spec.collective_timeout_ms());
-    co.hostname = options_.host;
-    const Backend backend = ToBackend(a.backend());
-    // One GPU per rank: the coordinator picked one of this worker's GPUs
-    // that no other rank on the host has (gpu_placement.h).
-    if (backend == Backend::kNccl) cuda_device = a.cuda_device();
-    // Before any connection: an nccl rank on a CPU-only LibTorch fails
-    // here with the reason, not later with a peer's timeout.
-    co.cuda_device = cuda_device;
-    if (auto device = ComputeDevice(backend, cuda_device); !device.ok()) {
-      status = device.status();
-    } else if (auto created = CreateCommunicator(backend, co); !created.ok()) {
-      status = created.status();
-    } else {
-      comm_owned_ = std::move(*created);
-      comm_ = comm_owned_.get();
-      Log(absl::StrFormat("%s rank %d of %d: %s", a.job_id(), a.rank(),
-                          a.world_size(), comm_owned_->transport()));
-    }
-  }
   TrainContext c;
+  c.spec = ToTrainSpec(a.spec());
+  c.spec.dataset_access = options_.dataset_access;
+  c.spec.checkpoint_tag = a.job_id();
+  status = ConfineCheckpointPaths(c.spec);
   if (status.ok()) {
-    c.spec = ToTrainSpec(spec);
-    c.spec.dataset_access = options_.dataset_access;
-    c.spec.checkpoint_tag = a.job_id();
-    status = ConfineCheckpointPaths(c.spec);
-  }
-  if (status.ok()) {
+    RankSetup setup;
+    setup.backend = ToBackend(a.backend());
+    setup.local_rank = a.local_rank();
+    setup.store = std::make_shared<RemoteStore>(stub_, Ref(), worker_key_);
+    setup.timeout = absl::Milliseconds(a.spec().collective_timeout_ms());
+    setup.hostname = options_.host;
+    setup.log_prefix = absl::StrCat(a.job_id(), " rank ", a.rank());
+    setup.log = [this](const std::string& line) { Log(line); };
+    setup.log_every = options_.log_every;
+    setup.on_connected = [this](Communicator* comm) { comm_ = comm; };
     c.rank = a.rank();
     c.world_size = a.world_size();
     c.train_samples = a.train_samples();
     c.eval_samples = a.eval_samples();
-    c.comm = comm_owned_.get();
-    c.cuda_device = cuda_device;
+    // One GPU per rank: the coordinator picked one of this worker's GPUs
+    // that no other rank on the host has (gpu_placement.h).
+    if (setup.backend == Backend::kNccl) c.cuda_device = a.cuda_device();
     c.cancel = &cancel_;
     c.resume_remaining = a.resume_remaining();
     if (!options_.sample_trace_dir.empty()) {
@@ -245,10 +227,7 @@ void Task::Run() {
     }
     c.step = &step_;
     c.epoch = &epoch_;
-    c.metadata = {{"RANK", absl::StrCat(a.rank())},
-                  {"WORLD_SIZE", absl::StrCat(a.world_size())},
-                  {"LOCAL_RANK", absl::StrCat(a.local_rank())},
-                  {"MASTER_ADDR", a.master_addr()},
+    c.metadata = {{"MASTER_ADDR", a.master_addr()},
                   {"MASTER_PORT", absl::StrCat(a.master_port())},
                   {"job_id", a.job_id()},
                   {"attempt", absl::StrCat(a.attempt())},
@@ -271,19 +250,7 @@ void Task::Run() {
       return std::vector<int64_t>(response.indices().begin(),
                                   response.indices().end());
     };
-    const int log_every = options_.log_every;
-    c.on_step = [this, log_every](const StepReport& m) {
-      if (log_every > 0 && m.step % log_every == 0) {
-        Log(absl::StrFormat(
-            "%s rank %d epoch %d step %d/%d loss %.4f %.0f samples/s (data "
-            "%.1f ms, compute %.1f ms, all-reduce %.1f ms exposed)",
-            assignment_.job_id(), m.rank, m.epoch + 1,
-            m.step - int64_t{m.epoch} * m.steps_per_epoch, m.steps_per_epoch,
-            m.loss, m.samples_per_sec, m.data_wait_ms, m.compute_ms,
-            m.allreduce_ms));
-      }
-      metrics_.Add(ToProto(m));
-    };
+    c.on_step = [this](const StepReport& m) { metrics_.Add(ToProto(m)); };
     c.on_checkpoint = [this](const CheckpointReport& report) {
       v1::CheckpointCommit commit = ToProto(report);
       // The commit is reported after the upload, so a restart on another
@@ -297,24 +264,21 @@ void Task::Run() {
               " not uploaded (restarts need the file path): ", up.ToString()));
         }
       }
-      Log(absl::StrFormat(
-          "%s checkpoint %s%s commits through epoch %d batch %d (step %d)",
-          assignment_.job_id(), commit.path(),
-          commit.uploaded() ? " (uploaded)" : "", commit.epoch() + 1,
-          commit.epoch_batch(), commit.step()));
       metrics_.Add(commit);
     };
     if (a.has_resume_snapshot()) {
       c.read_resume = [this]() { return DownloadSnapshot(); };
+      c.resume_name = absl::StrCat("the coordinator's snapshot of ",
+                                   a.resume_snapshot_job().empty()
+                                       ? a.job_id()
+                                       : a.resume_snapshot_job(),
+                                   " step ", a.resume_snapshot_step());
     }
     c.on_eval = [this](const EvalReport& e) {
       accuracy_ = e.accuracy;
-      Log(absl::StrFormat("%s epoch %d: test accuracy %.2f%% (%d samples)",
-                          assignment_.job_id(), e.epoch + 1, 100 * e.accuracy,
-                          e.samples));
       metrics_.Add(ToProto(e));
     };
-    auto trained = Train(c);
+    auto trained = RunRank(setup, std::move(c), &comm_owned_);
     if (trained.ok()) {
       result = *trained;
     } else {

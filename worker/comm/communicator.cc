@@ -6,34 +6,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "gradsync/config.h"
-#include "worker/comm/nccl/nccl_communicator.h"
-
-#if GRADSYNC_WITH_GLOO
-#include "worker/comm/gloo/gloo_communicator.h"
-#endif
+#include "foundation/store/rendezvous_keys.h"
 
 namespace gradsync {
 
 const char* BackendName(Backend backend) {
   return backend == Backend::kNccl ? "nccl" : "gloo";
-}
-
-absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
-    Backend backend, const CommOptions& options) {
-  switch (backend) {
-    case Backend::kGloo:
-#if GRADSYNC_WITH_GLOO
-      return CreateGlooCommunicator(options, GlooOptionsFromEnv());
-#else
-      return absl::UnimplementedError(
-          "backend gloo: this build has no gloo (rebuild with "
-          "-DGRADSYNC_WITH_GLOO=ON), so it runs only NCCL jobs on GPUs");
-#endif
-    case Backend::kNccl:
-      return CreateNcclCommunicator(options);
-  }
-  return absl::InvalidArgumentError("unknown communicator backend");
 }
 
 namespace {
@@ -63,8 +41,7 @@ std::unique_ptr<Work> Communicator::AllReduceAsync(at::Tensor tensor,
 
 absl::Status Communicator::CollectiveError(const std::string& op, int64_t seq,
                                            const absl::Status& cause) {
-  const std::string mine = absl::StrCat("arrived/", seq, "/");
-  (void)store_->Set(absl::StrCat(mine, rank_), "1");
+  (void)store_->Set(rendezvous_keys::Arrived(seq, rank_), "1");
   // Other live ranks time out at about the same moment; give them a grace
   // to mark their arrival before naming the ones that did not.
   const absl::Duration grace =
@@ -75,7 +52,8 @@ absl::Status Communicator::CollectiveError(const std::string& op, int64_t seq,
     if (r == rank_) continue;
     const absl::Duration left =
         std::max(deadline - absl::Now(), absl::ZeroDuration());
-    if (!store_->Get(absl::StrCat(mine, r), left).ok()) missing.push_back(r);
+    if (!store_->Get(rendezvous_keys::Arrived(seq, r), left).ok())
+      missing.push_back(r);
   }
   const bool timed_out = absl::IsDeadlineExceeded(cause);
   std::string who = missing.empty()

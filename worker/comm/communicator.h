@@ -1,8 +1,9 @@
 // Communicator: collectives among the ranks of one job attempt, behind one
 // interface (like c10d's Backend), picked at run time with
-// CreateCommunicator: Backend::kGloo (libgloo TCP transport, gloo/) for CPU
-// tensors, Backend::kNccl (nccl/) for CUDA tensors. Bootstrap goes through a
-// Store (coordinator/store/store.h): gloo's rendezvous, and NCCL's unique id
+// CreateCommunicator (create_communicator.h): Backend::kGloo (libgloo TCP
+// transport, gloo/) for CPU tensors, Backend::kNccl (nccl/) for CUDA
+// tensors. Bootstrap goes through a
+// Store (foundation/store/store.h): gloo's rendezvous, and NCCL's unique id
 // published by rank 0.
 //
 // Every collective has a deadline (CommOptions::timeout). On expiry it
@@ -30,7 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "coordinator/store/store.h"
+#include "foundation/store/store.h"
 
 namespace gradsync {
 
@@ -119,15 +120,5 @@ class Communicator {
  private:
   std::atomic<int64_t> sequence_{0};
 };
-
-// The one way to make a communicator. All ranks call it with the same
-// backend, store and size; it returns once every rank is connected, or
-// fails at the timeout naming the ranks that never arrived.
-// INVALID_ARGUMENT for a bad rank/size or no store; UNIMPLEMENTED for a
-// backend this build lacks (GRADSYNC_WITH_GLOO / GRADSYNC_WITH_NCCL); for
-// kNccl, FAILED_PRECONDITION when this process sees no GPU. Backend details:
-// gloo/gloo_communicator.h, nccl/nccl_communicator.h.
-absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(
-    Backend backend, const CommOptions& options);
 
 }  // namespace gradsync

@@ -23,6 +23,7 @@
 #include "worker/comm/devices.h"
 #include "worker/launch/local_launcher.h"
 #include "worker/launch/standalone_rank.h"
+#include "worker/train/compute_device.h"
 #include "worker/train/compute_threads.h"
 #include "worker/train/host_allocator.h"
 #include "worker/train/precision.h"

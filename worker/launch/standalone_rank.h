@@ -1,9 +1,10 @@
 // One rank of a standalone run (gradsync-launch, what `torchrun --standalone
 // --nproc-per-node N` gives a PyTorch user): no coordinator. The ranks of
 // one host meet through a FileStore in a directory they share, shard the
-// data themselves with DistributedSampler's rule (loader/sampler.h, the
-// rule the coordinator applies), and train with the same Train() a
-// coordinated rank runs. Rank 0 logs progress and evaluations.
+// data themselves with DistributedSampler's rule (the rule the coordinator
+// applies), and run as a coordinated rank does (worker/rank/rank_runner.h).
+// Rank 0 logs progress and evaluations; with metrics_out it also writes
+// one JSON object per step.
 //
 // Thread safety: RunStandaloneRank runs on one thread.
 #pragma once
@@ -14,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "worker/comm/communicator.h"
-#include "worker/train/trainer.h"
+#include "worker/train/train_context.h"
 
 namespace gradsync {
 

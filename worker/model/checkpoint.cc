@@ -17,7 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "coordinator/store/durable_file.h"
+#include "foundation/files/durable_file.h"
 #include "worker/model/optimizer_state_key.h"
 
 namespace gradsync {

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "absl/time/clock.h"
+#include "worker/comm/nccl/cuda_error.h"
 #include "worker/comm/nccl/torch_stream.h"
 #endif
 
@@ -21,11 +22,6 @@ namespace gradsync {
 
 #if GRADSYNC_WITH_NCCL
 namespace {
-
-absl::Status CudaError(const std::string& what, cudaError_t e) {
-  return absl::InternalError(
-      absl::StrCat("CUDA: ", what, ": ", cudaGetErrorString(e)));
-}
 
 class CudaHostToDevice final : public HostToDevice {
  public:

@@ -20,7 +20,9 @@ struct ResumeBytes {
 
 ResumeBytes ReadOnRankZero(const TrainContext& c) {
   ResumeBytes out;
-  out.name = c.spec.resume_from;
+  out.name = !c.read_resume           ? c.spec.resume_from
+             : !c.resume_name.empty() ? c.resume_name
+                                      : "the checkpoint to resume from";
   if (c.rank != 0) return out;
   if (c.read_resume) {
     auto read = c.read_resume();
@@ -49,7 +51,7 @@ absl::Status BroadcastBytes(const TrainContext& c, ResumeBytes& r) {
   if (!r.status.ok()) return r.status;
   if (size.item<int64_t>() < 0) {
     return absl::FailedPreconditionError(
-        absl::StrCat("rank 0 could not read checkpoint ", c.spec.resume_from));
+        absl::StrCat("rank 0 could not read ", r.name));
   }
   at::Tensor buffer = torch::empty({size.item<int64_t>()}, torch::kUInt8);
   if (c.rank == 0)

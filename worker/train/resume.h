@@ -1,10 +1,10 @@
 // Resume: every rank of a job starts from one checkpoint. Rank 0 reads its
-// bytes (from spec.resume_from, a file or a directory's newest, or from
-// TrainContext::read_resume) and broadcasts them over the communicator, so
-// hosts need no shared file system; every rank restores model, optimizer
-// and RNG from them. A mid-epoch position needs the writer's world size
-// and batch size (FAILED_PRECONDITION naming both otherwise), except after
-// an elastic restart, whose shards already leave out what was committed.
+// bytes (from TrainContext::read_resume when set, else from
+// spec.resume_from, a file or a directory's newest) and broadcasts them over
+// the communicator, so hosts need no shared file system; every rank restores
+// model, optimizer and RNG from them. A mid-epoch position needs the writer's
+// world size and batch size (FAILED_PRECONDITION naming both otherwise), except
+// after an elastic restart, whose shards already leave out what was committed.
 // Thread safety: the training thread; a collective, so every rank calls it.
 #pragma once
 
@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "worker/model/checkpoint.h"
-#include "worker/train/trainer.h"
+#include "worker/train/train_context.h"
 
 namespace gradsync {
 

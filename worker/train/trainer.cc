@@ -10,13 +10,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "foundation/data_index/image_folder_index.h"
 #include "loader/batch_loader.h"
 #include "loader/exception_status.h"
-#include "loader/image_folder_index.h"
+#include "loader/open_dataset.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/memory_format.h"
 #include "worker/model/models.h"
 #include "worker/reducer/reducer.h"
+#include "worker/train/compute_device.h"
 #include "worker/train/cuda_host_to_device.h"
 #include "worker/train/device_feeder.h"
 #include "worker/train/evaluate.h"
@@ -40,9 +42,13 @@ double MsSince(Clock::time_point t) {
 }
 
 absl::StatusOr<std::shared_ptr<const Dataset>> OpenSplit(
-    const TrainSpec& spec, const std::string& split, int64_t expected) {
-  auto dataset =
-      OpenDataset(spec.dataset_path, split, spec.channels, spec.dataset_access);
+    const TrainSpec& spec, const std::string& split, int64_t expected,
+    std::shared_ptr<const Dataset> opened) {
+  absl::StatusOr<std::shared_ptr<const Dataset>> dataset = std::move(opened);
+  if (*dataset == nullptr) {
+    dataset = OpenDataset(spec.dataset_path, split, spec.channels,
+                          spec.dataset_access);
+  }
   if (!dataset.ok()) return dataset.status();
   if ((*dataset)->size() != expected) {
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -115,12 +121,12 @@ struct Session {
 // The data sets and their loaders (the eval loader without augmentation).
 absl::Status OpenData(const TrainContext& c, Session& s) {
   const TrainSpec& spec = c.spec;
-  auto train_set = OpenSplit(spec, spec.split, c.train_samples);
+  auto train_set = OpenSplit(spec, spec.split, c.train_samples, c.train_set);
   if (!train_set.ok()) return train_set.status();
   s.train_set = *train_set;
   std::shared_ptr<const Dataset> eval_set;
   if (!spec.eval_split.empty()) {
-    auto opened = OpenSplit(spec, spec.eval_split, c.eval_samples);
+    auto opened = OpenSplit(spec, spec.eval_split, c.eval_samples, c.eval_set);
     if (!opened.ok()) return opened.status();
     eval_set = *opened;
   }
@@ -471,23 +477,6 @@ class Loop {
 
 }  // namespace
 
-absl::StatusOr<torch::Device> ComputeDevice(Backend backend, int cuda_device) {
-  if (backend != Backend::kNccl) return torch::Device(torch::kCPU);
-  if (!torch::cuda::is_available()) {
-    return absl::FailedPreconditionError(
-        "backend nccl computes on the GPU, but this worker's LibTorch has no "
-        "CUDA (torch::cuda::is_available() is false): run the job with "
-        "backend gloo, or the worker with a CUDA build of LibTorch");
-  }
-  if (cuda_device < 0 ||
-      cuda_device >= static_cast<int>(torch::cuda::device_count())) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("cuda:%d does not exist: LibTorch sees %d GPU(s)",
-                        cuda_device, torch::cuda::device_count()));
-  }
-  return torch::Device(torch::kCUDA, static_cast<int8_t>(cuda_device));
-}
-
 namespace {
 
 absl::StatusOr<TrainResult> TrainUnguarded(const TrainContext& c) {
@@ -496,7 +485,7 @@ absl::StatusOr<TrainResult> TrainUnguarded(const TrainContext& c) {
   if (absl::Status s = OpenData(c, session); !s.ok()) return s;
   if (absl::Status s = BuildModel(c, session); !s.ok()) return s;
   TrainPosition start;
-  if (!c.spec.resume_from.empty()) {
+  if (!c.spec.resume_from.empty() || c.read_resume) {
     auto resumed = ResumeFromCheckpoint(c, *session.model, *session.optimizer);
     if (!resumed.ok()) return resumed.status();
     start = *resumed;

@@ -178,8 +178,11 @@ class FakeServer {
     server_->Shutdown(std::chrono::system_clock::now() +
                       std::chrono::seconds(1));
   }
-  // A RemoteStore of an empty task on it.
-  RemoteStore Store(const RemoteStoreOptions& options) const {
+  // A RemoteStore of an empty task on it, whose calls are given `grace`
+  // past their own deadline (RemoteStoreOptions::grace).
+  RemoteStore Store(absl::Duration grace) const {
+    RemoteStoreOptions options;
+    options.grace = grace;
     return RemoteStore(v1::WorkerService::NewStub(grpc::CreateChannel(
                            absl::StrCat("127.0.0.1:", port_),
                            grpc::InsecureChannelCredentials())),
@@ -219,10 +222,8 @@ class SilentStoreService : public v1::WorkerService::CallbackService {
 TEST(StoreSessionDeadlineTest, AServerThatNeverAnswersFailsTheOpByItsDeadline) {
   SilentStoreService service;
   FakeServer server(&service);
-  RemoteStoreOptions options;
-  options.grace = absl::Milliseconds(300);
   {
-    RemoteStore store = server.Store(options);
+    RemoteStore store = server.Store(absl::Milliseconds(300));
     // The set is sent (pipelined); the get waits for a reply that never
     // comes, and names both.
     ASSERT_TRUE(store.Set("s", "1").ok());
@@ -280,10 +281,8 @@ class OneOpStoreService : public v1::WorkerService::CallbackService {
 TEST(StoreSessionDeadlineTest, AnOpOnAStreamThatDiedIdleGoesOnANewOne) {
   OneOpStoreService service;
   FakeServer server(&service);
-  RemoteStoreOptions options;
-  options.grace = absl::Seconds(5);
   {
-    RemoteStore store = server.Store(options);
+    RemoteStore store = server.Store(absl::Seconds(5));
     for (int i = 0; i < 3; ++i) {
       // Each get after the first finds the last stream ended.
       auto v = store.Get("k", absl::ZeroDuration());

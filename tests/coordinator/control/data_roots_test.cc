@@ -1,13 +1,14 @@
 // Dataset paths confined to the coordinator's data roots: the check itself
 // (escapes through "..", symlinks and look-alike prefixes) and SubmitJob
 // (the path, the splits, and links inside the data set).
-#include "loader/data_roots.h"
+#include "foundation/data_index/data_roots.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "coordinator/control/coordinator.h"
+#include "foundation/files/confined_path.h"
 #include "tests/fakes/test_cluster.h"
 
 namespace gradsync::testing {
@@ -24,19 +25,19 @@ TEST(DataRootsTest, PathsUnderARootPassOthersAreDenied) {
   fs::create_symlink(base + "/secret", root + "/link-out");
   const std::vector<std::string> roots = {root};
 
-  EXPECT_TRUE(CheckUnderDataRoots("dataset.path", root + "/set", roots).ok());
-  EXPECT_TRUE(CheckUnderDataRoots("dataset.path", root, roots).ok());
-  EXPECT_TRUE(CheckUnderDataRoots("dataset.path", root + "/", roots).ok());
+  EXPECT_TRUE(CheckUnderRoots("dataset.path", root + "/set", roots).ok());
+  EXPECT_TRUE(CheckUnderRoots("dataset.path", root, roots).ok());
+  EXPECT_TRUE(CheckUnderRoots("dataset.path", root + "/", roots).ok());
   EXPECT_TRUE(
-      CheckUnderDataRoots("dataset.path", root + "/set/../set", roots).ok());
-  EXPECT_TRUE(CheckUnderDataRoots("dataset.path", root + "/not-yet", roots)
+      CheckUnderRoots("dataset.path", root + "/set/../set", roots).ok());
+  EXPECT_TRUE(CheckUnderRoots("dataset.path", root + "/not-yet", roots)
                   .ok());  // missing paths are SubmitJob's NOT_FOUND
-  EXPECT_TRUE(CheckUnderDataRoots("dataset.path", "/anything", {}).ok());
+  EXPECT_TRUE(CheckUnderRoots("dataset.path", "/anything", {}).ok());
 
   for (const std::string& escape :
        {root + "/../secret", root + "/set/../../secret", base + "/data2/set",
         root + "/link-out", root + "/link-out/x", std::string("/etc")}) {
-    absl::Status s = CheckUnderDataRoots("dataset.path", escape, roots);
+    absl::Status s = CheckUnderRoots("dataset.path", escape, roots);
     EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << escape;
     EXPECT_NE(s.message().find("dataset.path " + escape), std::string::npos)
         << s.message();
@@ -44,33 +45,9 @@ TEST(DataRootsTest, PathsUnderARootPassOthersAreDenied) {
         << s.message();
   }
   // A second root admits its own paths.
-  EXPECT_TRUE(CheckUnderDataRoots("dataset.path", base + "/data2/set",
-                                  {root, base + "/data2"})
+  EXPECT_TRUE(CheckUnderRoots("dataset.path", base + "/data2/set",
+                              {root, base + "/data2"})
                   .ok());
-}
-
-TEST(DataRootsTest, SubmitJobRefusesADatasetOutsideTheRoots) {
-  const std::string base = UniqueTempDir("roots_submit");
-  MakeImageFolder(base + "/data/set", 2, 1);
-  MakeImageFolder(base + "/elsewhere", 2, 1);
-  CoordinatorOptions o;
-  o.run_failure_detector = false;
-  o.data_roots = {base + "/data"};
-  auto coordinator = Coordinator::Create(o, nullptr);
-  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
-
-  v1::JobSpec spec;
-  spec.set_model("fashion_cnn");
-  spec.set_batch_size(2);
-  spec.mutable_world_size()->set_max_workers(1);
-  spec.mutable_dataset()->set_path(base + "/data/../elsewhere");
-  absl::StatusOr<v1::Job> denied = (*coordinator)->SubmitJob(spec);
-  EXPECT_EQ(denied.status().code(), absl::StatusCode::kPermissionDenied);
-
-  spec.mutable_dataset()->set_path(base + "/data/set");
-  absl::StatusOr<v1::Job> ok = (*coordinator)->SubmitJob(spec);
-  ASSERT_TRUE(ok.ok()) << ok.status();
-  EXPECT_EQ(ok->train_samples(), 4);
 }
 
 // A worker's checkpoint root: relative paths land under it, absolute ones
@@ -121,6 +98,38 @@ class SubmitUnderRootsTest : public ::testing::Test {
   std::unique_ptr<Coordinator> coordinator_;
   v1::JobSpec spec_;
 };
+
+TEST_F(SubmitUnderRootsTest, ADatasetOutsideTheRootsIsRefused) {
+  spec_.mutable_dataset()->set_path(base_ + "/data/../secret");
+  EXPECT_EQ(Submit().code(), absl::StatusCode::kPermissionDenied);
+
+  spec_.mutable_dataset()->set_path(base_ + "/data/set");
+  absl::StatusOr<v1::Job> ok = coordinator_->SubmitJob(spec_);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->train_samples(), 4);
+}
+
+// A synthetic data set is a name: it is counted from its preset, needs no
+// data root, and an unknown one is named with the ones that exist.
+TEST_F(SubmitUnderRootsTest, SyntheticDataSetsNeedNoRoot) {
+  spec_.mutable_dataset()->set_path("synthetic:tiny");
+  spec_.mutable_dataset()->set_eval_split("test");
+  absl::StatusOr<v1::Job> job = coordinator_->SubmitJob(spec_);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->train_samples(), 512);
+  EXPECT_EQ(job->eval_samples(), 128);
+
+  spec_.mutable_dataset()->set_path("synthetic:imagenet");
+  absl::Status s = Submit();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("synthetic:cifar10"), std::string::npos) << s;
+  spec_.mutable_dataset()->set_path("synthetic:tiny");
+  spec_.mutable_dataset()->set_eval_split("val");
+  s = Submit();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("job_spec.dataset.eval_split"), std::string::npos)
+      << s;
+}
 
 // Finding: splits were joined to the checked path with '/', so "../.." or
 // "/etc" escaped the roots and the scan error listed the folder's names.

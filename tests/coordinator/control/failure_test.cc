@@ -9,6 +9,8 @@
 namespace gradsync::testing {
 namespace {
 
+class FailureOfTwoWorkersTest : public TwoWorkerTest {};
+
 TEST(FailureTest, SilentWorkerIsDeclaredDeadAndItsJobFails) {
   TestCluster c(absl::Milliseconds(300));
   SimWorker alive(c.workers(), "host-a");
@@ -49,9 +51,7 @@ TEST(FailureTest, SilentWorkerIsDeclaredDeadAndItsJobFails) {
   EXPECT_NE(r.reason().find("FAILED"), std::string::npos);
 }
 
-TEST(FailureTest, FailedRankFailsTheJobWithItsMessage) {
-  TestCluster c;
-  SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-a");
+TEST_F(FailureOfTwoWorkersTest, FailedRankFailsTheJobWithItsMessage) {
   v1::JobSpec spec = c.Spec(2);
   spec.set_max_restarts(0);
   v1::Job job = c.Submit(spec);
@@ -67,9 +67,7 @@ TEST(FailureTest, FailedRankFailsTheJobWithItsMessage) {
       << failed.message();
 }
 
-TEST(FailureTest, CancelStopsWorkersWhichBecomeIdleAndReusable) {
-  TestCluster c;
-  SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-a");
+TEST_F(FailureOfTwoWorkersTest, CancelStopsWorkersWhichBecomeIdleAndReusable) {
   v1::Job first = c.Submit(c.Spec(2));
   w0.AwaitAssignment();
   w1.AwaitAssignment();
@@ -108,9 +106,7 @@ TEST(FailureTest, CancelStopsWorkersWhichBecomeIdleAndReusable) {
   EXPECT_EQ(a0.master_port(), released_port);
 }
 
-TEST(FailureTest, TwoJobsOnOneHostGetDifferentPorts) {
-  TestCluster c;
-  SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-a");
+TEST_F(FailureOfTwoWorkersTest, TwoJobsOnOneHostGetDifferentPorts) {
   c.Submit(c.Spec(1));
   c.Submit(c.Spec(1));
   v1::Assignment a0 = w0.AwaitAssignment();

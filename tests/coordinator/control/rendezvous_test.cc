@@ -2,13 +2,13 @@
 // exactly once, bootstrap through the key-value store and meet at barriers.
 #include <gtest/gtest.h>
 
-#include <mutex>
 #include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "coordinator/client/remote_store.h"
-#include "coordinator/store/prefix_store.h"
+#include "foundation/store/prefix_store.h"
 #include "tests/fakes/test_cluster.h"
 
 namespace gradsync::testing {
@@ -73,7 +73,7 @@ TEST_P(RendezvousTest, EachRankOnceStoreAndBarrier) {
   (void)spare;
   v1::Job job = c.Submit(c.Spec(world));
 
-  std::mutex mu;
+  absl::Mutex mu;
   std::multiset<int> ranks;
   std::vector<std::string> seen_by_rank0;
   std::vector<std::thread> threads;
@@ -87,7 +87,7 @@ TEST_P(RendezvousTest, EachRankOnceStoreAndBarrier) {
       EXPECT_EQ(a.peers(0).host(), a.master_addr());
       EXPECT_GT(a.master_port(), 0);
       {
-        std::lock_guard<std::mutex> lock(mu);
+        absl::MutexLock lock(&mu);
         ranks.insert(a.rank());
       }
       // Each rank publishes its address; every rank reads all of them.

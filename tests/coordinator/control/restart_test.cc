@@ -17,6 +17,8 @@
 namespace gradsync::testing {
 namespace {
 
+class RestartOfTwoWorkersTest : public TwoWorkerTest {};
+
 std::vector<int64_t> Shard(TestCluster& c, const SimWorker& w, int epoch) {
   const v1::Assignment& a = *w.task();
   v1::GetShardRequest request;
@@ -120,9 +122,7 @@ TEST(RestartTest, FailedAttemptResumesOnTheSurvivorWithTheRemainingSamples) {
   EXPECT_EQ(c.Get(job.id()).state(), v1::JOB_STATE_SUCCEEDED);
 }
 
-TEST(RestartTest, TheRestartLimitEndsTheJob) {
-  TestCluster c;
-  SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-a");
+TEST_F(RestartOfTwoWorkersTest, TheRestartLimitEndsTheJob) {
   v1::JobSpec spec = c.Spec(2);
   spec.set_max_restarts(1);
   v1::Job job = c.Submit(spec);
@@ -148,9 +148,7 @@ TEST(RestartTest, TheRestartLimitEndsTheJob) {
 // Finding: a job that fails the same way on every attempt (a batch that
 // cannot be allocated) restarted until its limit. The same error twice in a
 // row ends it, saying why.
-TEST(RestartTest, TheSameErrorTwiceInARowEndsTheJob) {
-  TestCluster c;
-  SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-a");
+TEST_F(RestartOfTwoWorkersTest, TheSameErrorTwiceInARowEndsTheJob) {
   v1::JobSpec spec = c.Spec(2);
   spec.set_max_restarts(5);
   v1::Job job = c.Submit(spec);
@@ -337,9 +335,8 @@ namespace {
 // Cancel while a restart waits for the failed attempt's workers: the job
 // ends CANCELLED, no new attempt starts, and every worker ends idle and
 // takes the next job.
-TEST(RestartTest, CancelDuringARestartLeavesEveryWorkerIdleAndReusable) {
-  TestCluster c;
-  SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-a");
+TEST_F(RestartOfTwoWorkersTest,
+       CancelDuringARestartLeavesEveryWorkerIdleAndReusable) {
   v1::Job job = c.Submit(c.Spec(2));
   const int port = w0.AwaitAssignment().master_port();
   w1.AwaitAssignment();

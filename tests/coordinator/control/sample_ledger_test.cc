@@ -8,7 +8,7 @@
 
 #include <map>
 
-#include "loader/sampler.h"
+#include "foundation/data_index/sampler.h"
 
 namespace gradsync {
 namespace {

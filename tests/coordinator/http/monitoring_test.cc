@@ -27,14 +27,27 @@ httplib::Result Get(int port, const std::string& path,
   return client.Get(path.c_str(), headers);
 }
 
-TEST(MonitoringTest, MetricsShowJobsWorkersAndCalls) {
-  TestCluster cluster;
-  SimWorker worker(cluster.workers(), "host-a");
-  v1::Job job = cluster.Submit(cluster.Spec(2));
-  auto monitoring = StartMonitoring(&cluster.server(), "127.0.0.1:0", "");
-  ASSERT_TRUE(monitoring.ok()) << monitoring.status();
+// A coordinator with one idle worker and one pending job (it needs two),
+// and its monitoring port without a user token.
+class MonitoredClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    job = cluster.Submit(cluster.Spec(2));
+    auto started = StartMonitoring(&cluster.server(), "127.0.0.1:0", "");
+    ASSERT_TRUE(started.ok()) << started.status();
+    monitoring = std::move(*started);
+    port = monitoring->port();
+  }
 
-  httplib::Result res = Get((*monitoring)->port(), "/metrics");
+  TestCluster cluster;
+  SimWorker worker{cluster.workers(), "host-a"};
+  v1::Job job;
+  std::unique_ptr<HttpServer> monitoring;
+  int port = 0;
+};
+
+TEST_F(MonitoredClusterTest, MetricsShowJobsWorkersAndCalls) {
+  httplib::Result res = Get(port, "/metrics");
   ASSERT_TRUE(res) << httplib::to_string(res.error());
   EXPECT_EQ(res->status, 200);
   EXPECT_EQ(res->get_header_value("Content-Type"),
@@ -64,24 +77,17 @@ TEST(MonitoringTest, MetricsShowJobsWorkersAndCalls) {
   v1::Job out;
   EXPECT_EQ(cluster.jobs().GetJob(Ctx().get(), request, &out).error_code(),
             grpc::StatusCode::NOT_FOUND);
-  res = Get((*monitoring)->port(), "/metrics");
+  res = Get(port, "/metrics");
   ASSERT_TRUE(res);
   EXPECT_NE(res->body.find("gradsync_grpc_server_handled_total{method=\"/"
                            "gradsync.v1.JobService/GetJob\",code=\"NOT_FOUND\"}"
                            " 1\n"),
             std::string::npos);
 
-  EXPECT_EQ(Get((*monitoring)->port(), "/nothing-here")->status, 404);
+  EXPECT_EQ(Get(port, "/nothing-here")->status, 404);
 }
 
-TEST(MonitoringTest, DashboardAndItsJsonApi) {
-  TestCluster cluster;
-  SimWorker worker(cluster.workers(), "host-a");
-  v1::Job job = cluster.Submit(cluster.Spec(2));
-  auto monitoring = StartMonitoring(&cluster.server(), "127.0.0.1:0", "");
-  ASSERT_TRUE(monitoring.ok()) << monitoring.status();
-  const int port = (*monitoring)->port();
-
+TEST_F(MonitoredClusterTest, DashboardAndItsJsonApi) {
   httplib::Result res = Get(port, "/");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);

@@ -4,11 +4,13 @@
 
 #include <filesystem>
 
-#include "loader/sampler.h"
+#include "foundation/data_index/sampler.h"
 #include "tests/fakes/test_cluster.h"
 
 namespace gradsync::testing {
 namespace {
+
+class JobServiceOfTwoWorkersTest : public TwoWorkerTest {};
 
 grpc::Status SubmitStatus(TestCluster& c, const v1::JobSpec& spec) {
   v1::SubmitJobRequest request;
@@ -103,9 +105,8 @@ TEST(JobServiceTest, OversizedRequestIsRejected) {
       << s.error_message();
 }
 
-TEST(JobServiceTest, ShardsMatchTheSamplerAndMetricsAreAggregated) {
-  TestCluster c;
-  SimWorker w0(c.workers(), "host-a"), w1(c.workers(), "host-a");
+TEST_F(JobServiceOfTwoWorkersTest,
+       ShardsMatchTheSamplerAndMetricsAreAggregated) {
   v1::JobSpec spec = c.Spec(2);
   spec.set_epochs(4);
   v1::Job job = c.Submit(spec);

@@ -318,8 +318,9 @@ TEST_F(SnapshotServiceTest, ANewJobStartsFromAnotherJobsSnapshot) {
   EXPECT_TRUE(a.has_resume_snapshot());
   EXPECT_EQ(a.resume_snapshot_job(), job_);
   EXPECT_EQ(a.resume_snapshot_step(), 20);
-  EXPECT_FALSE(a.resume_remaining());  // its own position, as resume_from
-  EXPECT_FALSE(a.spec().checkpoint().resume_from().empty());
+  EXPECT_FALSE(a.resume_remaining());  // the snapshot's own position
+  // The snapshot travels as what it is, not as a path that names nothing.
+  EXPECT_TRUE(a.spec().checkpoint().resume_from().empty());
 
   auto download = [&](const std::string& from, std::string* got) {
     v1::PullSnapshotRequest request;

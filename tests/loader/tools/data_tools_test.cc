@@ -4,8 +4,8 @@
 #include <numeric>
 #include <set>
 
+#include "foundation/data_index/image_folder_index.h"
 #include "loader/image_decoder.h"
-#include "loader/image_folder_index.h"
 #include "loader/tools/fashion_mnist.h"
 #include "loader/tools/lfw_synth.h"
 

@@ -120,9 +120,16 @@ class TwoAgents {
   std::vector<std::string> health_;
 };
 
-TEST(AgentTest, TwoAgentsTrainAJobAndReturnToIdle) {
+// A coordinator, and a folder for the test's data and health files.
+class AgentTest : public ::testing::Test {
+ protected:
+  void TearDown() override { fs::remove_all(dir); }
+
   testing::TestCluster cluster;
   const fs::path dir = testing::UniqueTempDir("agent-test");
+};
+
+TEST_F(AgentTest, TwoAgentsTrainAJobAndReturnToIdle) {
   MakePngFolder(dir / "data", 8, 4);
   TwoAgents agents(cluster, dir);
   agents.ExpectIdle();
@@ -151,15 +158,45 @@ TEST(AgentTest, TwoAgentsTrainAJobAndReturnToIdle) {
        {"RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) {
     EXPECT_EQ(std::getenv(name), nullptr) << name;
   }
-  fs::remove_all(dir);
+}
+
+// A synthetic data set through the coordinator (issue: `gradsync submit
+// --dataset synthetic:tiny` was a path the coordinator could not scan). It
+// needs no file and no data root: the workers have roots, the data set is
+// in none of them.
+TEST_F(AgentTest, TwoAgentsTrainASyntheticDataSet) {
+  fs::create_directories(dir / "roots");
+  AgentOptions options;
+  options.dataset_access.data_roots = {(dir / "roots").string()};
+  TwoAgents agents(cluster, dir, options);
+  agents.ExpectIdle();
+
+  v1::JobSpec spec = cluster.Spec(2);
+  spec.mutable_dataset()->set_path("synthetic:tiny");
+  spec.set_model("mlp");
+  spec.set_batch_size(64);
+  const v1::Job submitted = cluster.Submit(spec);
+  EXPECT_EQ(submitted.train_samples(), 512);
+  EXPECT_EQ(submitted.eval_samples(), 128);
+  const v1::Job done =
+      cluster.WaitForState(submitted.id(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.message();
+  const v1::Job job = cluster.Get(submitted.id());
+  ASSERT_EQ(job.metrics().ranks_size(), 2);
+  for (const v1::RankMetrics& r : job.metrics().ranks()) {
+    // 512 samples over 2 ranks in batches of 64: 4 steps.
+    EXPECT_EQ(r.last().step(), 4) << "rank " << r.rank();
+  }
+  ASSERT_EQ(job.metrics().eval_size(), 1);
+  EXPECT_EQ(job.metrics().eval(0).samples(), 128);
+  agents.ExpectIdle();
+  agents.Stop();
 }
 
 // Finding: a failing task (there an exception) ended the worker process.
 // Here every rank fails (its images exceed the worker's pixel limit): the
 // job fails naming the file, and both agents are idle and running again.
-TEST(AgentTest, AFailedTaskLeavesTheAgentIdleAndRunning) {
-  testing::TestCluster cluster;
-  const fs::path dir = testing::UniqueTempDir("agent-fail-test");
+TEST_F(AgentTest, AFailedTaskLeavesTheAgentIdleAndRunning) {
   MakePngFolder(dir / "data", 4, 2);
   AgentOptions options;
   options.dataset_access.decode.max_pixels = 100;  // the images are 28x28
@@ -188,15 +225,12 @@ TEST(AgentTest, AFailedTaskLeavesTheAgentIdleAndRunning) {
       << outside.message();
   agents.ExpectIdle();
   agents.Stop();
-  fs::remove_all(dir);
 }
 
 // gradsync-worker --exit-after-job: both agents run the job, then leave
 // Run() by themselves, OK because it SUCCEEDED (the worker exits 0); a job
 // submitted after it is not theirs.
-TEST(AgentTest, AgentsThatLiveForOneJobReturnWhenItSucceeds) {
-  testing::TestCluster cluster;
-  const fs::path dir = testing::UniqueTempDir("agent-one-job-test");
+TEST_F(AgentTest, AgentsThatLiveForOneJobReturnWhenItSucceeds) {
   MakePngFolder(dir / "data", 4, 2);
   v1::JobSpec spec = MlpSpec(cluster, dir / "data", 2);
   const v1::Job job = cluster.Submit(spec);
@@ -208,14 +242,11 @@ TEST(AgentTest, AgentsThatLiveForOneJobReturnWhenItSucceeds) {
   const v1::Job next = cluster.Submit(spec);
   for (const absl::Status& s : agents.Join()) EXPECT_TRUE(s.ok()) << s;
   EXPECT_EQ(cluster.Get(next.id()).state(), v1::JOB_STATE_PENDING);
-  fs::remove_all(dir);
 }
 
 // gradsync-worker --job JOB when JOB fails: Run() returns ABORTED naming the
 // state and the reason (the worker exits 1).
-TEST(AgentTest, AgentsForAFailedJobReturnItsReason) {
-  testing::TestCluster cluster;
-  const fs::path dir = testing::UniqueTempDir("agent-one-job-fail-test");
+TEST_F(AgentTest, AgentsForAFailedJobReturnItsReason) {
   MakePngFolder(dir / "data", 4, 2);
   v1::JobSpec spec = MlpSpec(cluster, dir / "data", 2);
   spec.set_max_restarts(0);
@@ -230,13 +261,11 @@ TEST(AgentTest, AgentsForAFailedJobReturnItsReason) {
     EXPECT_NE(s.message().find("more than the limit of 100"), std::string::npos)
         << s;
   }
-  fs::remove_all(dir);
 }
 
 // A worker that lives for one job and is never assigned one gives up after
 // its idle timeout; one for a job the coordinator does not have, at once.
-TEST(AgentTest, AnUnassignedOneJobAgentGivesUp) {
-  testing::TestCluster cluster;
+TEST_F(AgentTest, AnUnassignedOneJobAgentGivesUp) {
   AgentOptions options;
   options.host = "127.0.0.1";
   options.exit_after_job = true;

@@ -19,22 +19,17 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
-#include "coordinator/store/memory_store.h"
+#include "foundation/store/memory_store.h"
 #include "gradsync/config.h"
 #include "tests/fakes/absent_ranks.h"
 #include "tests/fakes/rank_processes.h"
 #include "tests/fakes/rank_threads.h"
 #include "tests/fakes/shm_probe.h"
+#include "worker/comm/create_communicator.h"
 #include "worker/comm/devices.h"
 
 namespace gradsync {
 namespace {
-
-#ifdef GRADSYNC_TEST_NCCL
-constexpr Backend kBackend = Backend::kNccl;
-#else
-constexpr Backend kBackend = Backend::kGloo;
-#endif
 
 struct Group {
   Backend backend;
@@ -403,14 +398,21 @@ TEST(NcclTest, FailsClearlyWithoutAGpu) {
 #endif  // GRADSYNC_TEST_NCCL
 
 #ifndef GRADSYNC_TEST_NCCL
+// Rank 0 of `size` over `store`, alone: the tests play the others through
+// the store, or not at all.
+CommOptions RankZeroOf(int size, std::shared_ptr<Store> store,
+                       absl::Duration timeout) {
+  CommOptions o;
+  o.size = size;
+  o.store = std::move(store);
+  o.timeout = timeout;
+  return o;
+}
+
 TEST(GlooRendezvousTest, NamesRanksThatNeverJoined) {
   auto store = std::make_shared<MemoryStore>();
-  CommOptions o;
-  o.rank = 0;
-  o.size = 3;
-  o.store = store;
-  o.timeout = absl::Milliseconds(200);
-  auto comm = CreateGlooCommunicator(o);
+  auto comm =
+      CreateGlooCommunicator(RankZeroOf(3, store, absl::Milliseconds(200)));
   EXPECT_EQ(comm.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(comm.status().message().find("rank(s) 1, 2 of 3 never joined"),
             std::string::npos)
@@ -486,12 +488,7 @@ TEST(GlooBootstrapTest, RejectsAMalformedPeerKey) {
   auto store = std::make_shared<MemoryStore>();
   ASSERT_TRUE(store->Set("gloo/hello/1", "127.0.0.1").ok());
   ASSERT_TRUE(store->Set("gloo/mesh/1", "junk").ok());
-  CommOptions o;
-  o.rank = 0;
-  o.size = 2;
-  o.store = store;
-  o.timeout = absl::Seconds(10);
-  auto comm = CreateGlooCommunicator(o);
+  auto comm = CreateGlooCommunicator(RankZeroOf(2, store, absl::Seconds(10)));
   EXPECT_EQ(comm.status().code(), absl::StatusCode::kInternal);
   EXPECT_NE(comm.status().message().find("rank 1's mesh key has 4 bytes"),
             std::string::npos)

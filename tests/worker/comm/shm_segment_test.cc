@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "coordinator/store/memory_store.h"
+#include "foundation/store/memory_store.h"
 #include "tests/fakes/shm_probe.h"
 
 namespace gradsync {

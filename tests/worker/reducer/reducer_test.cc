@@ -11,21 +11,15 @@
 
 #include <gtest/gtest.h>
 
-#include <mutex>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "tests/fakes/rank_threads.h"
 #include "worker/model/memory_format.h"
 #include "worker/model/models.h"
 
 namespace gradsync {
 namespace {
-
-#ifdef GRADSYNC_TEST_NCCL
-constexpr Backend kBackend = Backend::kNccl;
-#else
-constexpr Backend kBackend = Backend::kGloo;
-#endif
 
 ModelShape Shape() {
   ModelShape s;
@@ -47,8 +41,8 @@ std::vector<torch::Tensor> Train(int rank, int world, Communicator* comm,
   {
     // The global generator is shared by the rank threads: seed and build
     // atomically so rank 0's initialisation is the one the solo run has.
-    static std::mutex init_mu;
-    std::lock_guard<std::mutex> lock(init_mu);
+    static absl::Mutex init_mu(absl::kConstInit);
+    absl::MutexLock lock(&init_mu);
     torch::manual_seed(1000 + rank);  // different inits: broadcast must fix
     model = *MakeModel("lenet", Shape());
   }

@@ -15,12 +15,6 @@
 namespace gradsync {
 namespace {
 
-#ifdef GRADSYNC_TEST_NCCL
-constexpr Backend kBackend = Backend::kNccl;
-#else
-constexpr Backend kBackend = Backend::kGloo;
-#endif
-
 // A parameter whose gradient is `grad`.
 torch::Tensor WithGrad(torch::Tensor grad) {
   torch::Tensor p = torch::zeros_like(grad).requires_grad_(true);

@@ -12,11 +12,12 @@
 #include <opencv2/imgcodecs.hpp>
 #include <random>
 
+#include "foundation/data_index/sampler.h"
 #include "loader/cached_dataset.h"
-#include "loader/sampler.h"
 #include "tests/fakes/fake_host_to_device.h"
 #include "tests/fakes/rank_threads.h"
 #include "worker/model/checkpoint.h"
+#include "worker/train/compute_device.h"
 
 namespace gradsync {
 namespace {

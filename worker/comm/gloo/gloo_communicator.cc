@@ -18,7 +18,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "coordinator/store/prefix_store.h"
+#include "foundation/store/prefix_store.h"
+#include "foundation/store/rendezvous_keys.h"
 #include "worker/comm/gloo/gloo_allreduce.h"
 #include "worker/comm/gloo/gloo_error.h"
 #include "worker/comm/gloo/gloo_mesh.h"
@@ -75,11 +76,10 @@ class GlooCommunicator : public Communicator {
   // has said it (or a short grace has passed: a peer that died never will).
   ~GlooCommunicator() override {
     if (failed_) return;  // the peers have failed or will; do not wait
-    const std::string prefix = absl::StrCat("gloo/bye/", size_, "/");
-    if (!store_->Set(absl::StrCat(prefix, rank_), "1").ok()) return;
+    if (!store_->Set(rendezvous_keys::GlooBye(size_, rank_), "1").ok()) return;
     std::vector<std::string> keys;
     for (int r = 0; r < size_; ++r) {
-      if (r != rank_) keys.push_back(absl::StrCat(prefix, r));
+      if (r != rank_) keys.push_back(rendezvous_keys::GlooBye(size_, r));
     }
     (void)store_->Wait(
         keys, std::clamp(timeout_ / 4, absl::Seconds(1), absl::Seconds(10)));
@@ -232,13 +232,14 @@ absl::StatusOr<std::unique_ptr<ShmAllreduce>> JoinSharedMemory(
       ShmAllreduce::SegmentBytes(o.size, gloo.shared_memory_chunk_bytes);
   so.enabled = gloo.shared_memory;
   absl::StatusOr<std::unique_ptr<ShmSegment>> segment = ShmSegment::Join(so);
-  auto joined_key = [](int rank) { return absl::StrCat("shm/joined/", rank); };
-  if (absl::Status s = store->Set(joined_key(o.rank), segment.ok() ? "1" : "0");
+  if (absl::Status s = store->Set(rendezvous_keys::ShmJoined(o.rank),
+                                  segment.ok() ? "1" : "0");
       !s.ok()) {
     return s;
   }
   std::vector<std::string> keys;
-  for (int r = 0; r < o.size; ++r) keys.push_back(joined_key(r));
+  for (int r = 0; r < o.size; ++r)
+    keys.push_back(rendezvous_keys::ShmJoined(r));
   absl::StatusOr<std::vector<std::string>> joined =
       store->MultiGet(keys, o.timeout);
   if (!joined.ok()) return joined.status();
@@ -286,13 +287,16 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateGlooCommunicator(
   IgnoreSigpipe();
   // Hello round: every rank announces itself, so a rank that never shows up
   // is named instead of surfacing as a bare store timeout inside gloo.
-  auto store = std::make_shared<PrefixStore>("gloo/", o.store);
-  if (absl::Status s = store->Set(absl::StrCat("hello/", o.rank), o.hostname);
+  auto store =
+      std::make_shared<PrefixStore>(rendezvous_keys::kGlooPrefix, o.store);
+  if (absl::Status s =
+          store->Set(rendezvous_keys::GlooHello(o.rank), o.hostname);
       !s.ok()) {
     return s;
   }
   std::vector<std::string> keys;
-  for (int r = 0; r < o.size; ++r) keys.push_back(absl::StrCat("hello/", r));
+  for (int r = 0; r < o.size; ++r)
+    keys.push_back(rendezvous_keys::GlooHello(r));
   if (absl::Status s = store->Wait(keys, o.timeout); !s.ok()) {
     std::vector<int> missing;
     for (int r = 0; r < o.size; ++r) {

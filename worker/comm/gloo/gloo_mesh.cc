@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "foundation/store/rendezvous_keys.h"
 #include "worker/comm/gloo/gloo_error.h"
 
 namespace gradsync {
@@ -128,8 +129,6 @@ std::string Hostname() {
   return name;
 }
 
-std::string KeyOf(int rank) { return absl::StrCat("mesh/", rank); }
-
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<gloo::Context>> ConnectGlooMesh(
@@ -168,7 +167,8 @@ absl::StatusOr<std::shared_ptr<gloo::Context>> ConnectGlooMesh(
     }
 
     if (o.size > 1) {
-      if (absl::Status s = o.store->Set(KeyOf(o.rank), mine.Encode());
+      if (absl::Status s =
+              o.store->Set(rendezvous_keys::GlooMesh(o.rank), mine.Encode());
           !s.ok()) {
         return s;
       }
@@ -187,7 +187,8 @@ absl::StatusOr<std::shared_ptr<gloo::Context>> ConnectGlooMesh(
       const size_t end =
           std::min(peers.size(), begin + static_cast<size_t>(o.batch_keys));
       std::vector<std::string> keys;
-      for (size_t i = begin; i < end; ++i) keys.push_back(KeyOf(peers[i]));
+      for (size_t i = begin; i < end; ++i)
+        keys.push_back(rendezvous_keys::GlooMesh(peers[i]));
       absl::StatusOr<std::vector<std::string>> values = o.store->MultiGet(
           keys, std::max(deadline - absl::Now(), absl::ZeroDuration()));
       if (!values.ok()) return values.status();

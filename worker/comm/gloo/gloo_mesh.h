@@ -29,7 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "coordinator/store/store.h"
+#include "foundation/store/store.h"
 
 namespace gradsync {
 

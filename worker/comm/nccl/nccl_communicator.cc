@@ -44,6 +44,8 @@
 #include <cstring>
 #include <thread>
 
+#include "foundation/store/rendezvous_keys.h"
+#include "worker/comm/nccl/cuda_error.h"
 #include "worker/comm/nccl/torch_stream.h"
 #endif
 
@@ -51,13 +53,6 @@ namespace gradsync {
 
 #if GRADSYNC_WITH_NCCL
 namespace {
-
-constexpr char kUniqueIdKey[] = "nccl/unique_id";
-
-absl::Status CudaError(const std::string& what, cudaError_t e) {
-  return absl::InternalError(
-      absl::StrCat("nccl: ", what, ": ", cudaGetErrorString(e)));
-}
 
 absl::StatusOr<ncclDataType_t> NcclType(const at::Tensor& t) {
   switch (t.scalar_type()) {
@@ -162,13 +157,14 @@ class NcclCommunicator : public Communicator {
         return absl::InternalError(
             absl::StrCat("nccl: ncclGetUniqueId: ", ncclGetErrorString(r)));
       }
-      if (absl::Status s = store_->Set(
-              kUniqueIdKey, std::string(id.internal, sizeof(id.internal)));
+      if (absl::Status s =
+              store_->Set(rendezvous_keys::kNcclUniqueId,
+                          std::string(id.internal, sizeof(id.internal)));
           !s.ok()) {
         return s;
       }
     } else {
-      auto got = store_->Get(kUniqueIdKey, timeout_);
+      auto got = store_->Get(rendezvous_keys::kNcclUniqueId, timeout_);
       if (!got.ok()) {
         return absl::DeadlineExceededError(absl::StrCat(
             "nccl: rank ", rank_, " did not get rank 0's ncclUniqueId within ",

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "foundation/store/rendezvous_keys.h"
 
 namespace gradsync {
 
@@ -45,7 +46,6 @@ static_assert(std::atomic<int64_t>::is_always_lock_free &&
                   std::atomic<uint32_t>::is_always_lock_free,
               "shared-memory barriers need address-free atomics");
 
-constexpr char kKey[] = "shm/segment";
 constexpr size_t kPage = 4096;
 // A waiting rank spins this long before sleeping. Ranks doing the same work
 // arrive within tens of microseconds of each other, and a rank woken from
@@ -136,7 +136,8 @@ absl::StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::Join(
   if (o.rank == 0) {
     // Publishes why not, so the other ranks need not wait for a name.
     auto refuse = [&](absl::Status why) -> absl::Status {
-      (void)o.store->Set(kKey, absl::StrCat("- ", why.message()));
+      (void)o.store->Set(rendezvous_keys::kShmSegment,
+                         absl::StrCat("- ", why.message()));
       return why;
     };
     if (!o.enabled) {
@@ -182,15 +183,17 @@ absl::StatusOr<std::unique_ptr<ShmSegment>> ShmSegment::Join(
       return refuse(absl::FailedPreconditionError(Errno(absl::StrCat(
           "shared memory: cannot lock ", name))));  // segment unlinks
     }
-    if (absl::Status s = o.store->Set(
-            kKey, absl::StrCat(name, " ", absl::Hex(nonce), " ", total));
+    if (absl::Status s =
+            o.store->Set(rendezvous_keys::kShmSegment,
+                         absl::StrCat(name, " ", absl::Hex(nonce), " ", total));
         !s.ok()) {
       return s;
     }
     return segment;
   }
 
-  absl::StatusOr<std::string> published = o.store->Get(kKey, o.timeout);
+  absl::StatusOr<std::string> published =
+      o.store->Get(rendezvous_keys::kShmSegment, o.timeout);
   if (!published.ok()) return published.status();
   if (absl::StartsWith(*published, "- ")) {
     return absl::FailedPreconditionError(

@@ -33,7 +33,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "coordinator/store/store.h"
+#include "foundation/store/store.h"
 
 namespace gradsync {
 

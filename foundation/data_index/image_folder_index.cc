@@ -1,0 +1,123 @@
+#include "foundation/data_index/image_folder_index.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <system_error>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace gradsync {
+namespace fs = std::filesystem;
+
+bool HasImageExtension(const std::string& filename) {
+  static const char* const kExtensions[] = {".jpg", ".jpeg", ".png",
+                                            ".ppm", ".bmp",  ".pgm",
+                                            ".tif", ".tiff", ".webp"};
+  const std::string lower = absl::AsciiStrToLower(filename);
+  for (const char* ext : kExtensions) {
+    if (absl::EndsWith(lower, ext)) return true;
+  }
+  return false;
+}
+
+std::string SplitPath(const std::string& path, const std::string& split) {
+  if (split.empty()) return path;
+  return (fs::path(path) / split).string();
+}
+
+namespace {
+
+// Files of one class folder in os.walk order: directories sorted by path,
+// files sorted by name within each directory.
+absl::StatusOr<std::vector<std::string>> ListClassFiles(
+    const fs::path& dir, std::vector<std::string>* links) {
+  std::map<std::string, std::vector<std::string>> by_dir;
+  std::error_code ec;
+  by_dir[dir.string()];
+  auto it = fs::recursive_directory_iterator(
+      dir, fs::directory_options::follow_directory_symlink, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot list ", dir.string(), ": ", ec.message()));
+  }
+  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot list ", dir.string(), ": ", ec.message()));
+    }
+    const fs::directory_entry& entry = *it;
+    const bool link = entry.is_symlink(ec);
+    if (entry.is_directory(ec)) {
+      if (link) links->push_back(entry.path().string());
+      continue;
+    }
+    const std::string name = entry.path().filename().string();
+    if (!HasImageExtension(name)) continue;
+    if (link) links->push_back(entry.path().string());
+    by_dir[entry.path().parent_path().string()].push_back(name);
+  }
+  std::vector<std::string> files;
+  for (auto& [parent, names] : by_dir) {
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) {
+      files.push_back((fs::path(parent) / name).string());
+    }
+  }
+  return files;
+}
+
+}  // namespace
+
+absl::StatusOr<ImageFolderIndex> ScanImageFolder(const std::string& root) {
+  std::error_code ec;
+  if (!fs::exists(root, ec)) {
+    return absl::NotFoundError(
+        absl::StrCat("image folder ", root, " does not exist"));
+  }
+  if (!fs::is_directory(root, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("image folder ", root, " is not a directory"));
+  }
+  ImageFolderIndex index;
+  index.root = root;
+  for (const fs::directory_entry& entry : fs::directory_iterator(root, ec)) {
+    if (entry.is_directory(ec)) {
+      index.classes.push_back(entry.path().filename().string());
+      if (entry.is_symlink(ec)) index.links.push_back(entry.path().string());
+    }
+  }
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot list ", root, ": ", ec.message()));
+  }
+  if (index.classes.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "image folder ", root, " has no class sub-folders (expected ", root,
+        "/<class>/<image>)"));
+  }
+  std::sort(index.classes.begin(), index.classes.end());
+  std::vector<std::string> empty;
+  for (size_t label = 0; label < index.classes.size(); ++label) {
+    absl::StatusOr<std::vector<std::string>> files =
+        ListClassFiles(fs::path(root) / index.classes[label], &index.links);
+    if (!files.ok()) return files.status();
+    if (files->empty()) empty.push_back(index.classes[label]);
+    for (std::string& path : *files) {
+      index.samples.push_back({std::move(path), static_cast<int>(label)});
+    }
+  }
+  if (!empty.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "image folder ", root, ": found no valid image file for the classes ",
+        absl::StrJoin(empty, ", "),
+        " (supported: .jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp)"));
+  }
+  return index;
+}
+
+}  // namespace gradsync

@@ -1,0 +1,30 @@
+#include "loader/open_dataset.h"
+
+#include "foundation/data_index/image_folder_index.h"
+#include "foundation/data_index/synthetic_presets.h"
+#include "loader/cached_dataset.h"
+#include "loader/image_folder_dataset.h"
+#include "loader/synthetic_dataset.h"
+
+namespace gradsync {
+
+absl::StatusOr<std::shared_ptr<const Dataset>> OpenDataset(
+    const std::string& path, const std::string& split, int channels,
+    const DatasetAccess& access) {
+  if (IsSyntheticPath(path)) {
+    auto synthetic = SyntheticDataset::Open(path, split, channels);
+    if (!synthetic.ok()) return synthetic.status();
+    return std::shared_ptr<const Dataset>(std::move(*synthetic));
+  }
+  auto folder =
+      ImageFolderDataset::Open(SplitPath(path, split), channels, access);
+  if (!folder.ok()) return folder.status();
+  std::shared_ptr<const Dataset> dataset(std::move(*folder));
+  if (access.decoded_cache && access.decoded_cache->limit() > 0) {
+    return std::shared_ptr<const Dataset>(
+        std::make_shared<CachedDataset>(dataset, access.decoded_cache));
+  }
+  return dataset;
+}
+
+}  // namespace gradsync

@@ -1,0 +1,74 @@
+#include "foundation/data_index/image_folder_index.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace gradsync {
+namespace {
+namespace fs = std::filesystem;
+
+class ImageFolderIndexTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("gradsync_if_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  void Touch(const std::string& rel) {
+    fs::create_directories((root_ / rel).parent_path());
+    std::ofstream(root_ / rel) << "x";
+  }
+  fs::path root_;
+};
+
+TEST_F(ImageFolderIndexTest, ListsLikeTorchvisionImageFolder) {
+  Touch("cat/b.png");
+  Touch("cat/a.JPG");
+  Touch("cat/notes.txt");
+  Touch("cat/sub/c.png");
+  Touch("ant/z.jpeg");
+  auto index = ScanImageFolder(root_.string());
+  ASSERT_TRUE(index.ok()) << index.status();
+  EXPECT_EQ(index->classes, (std::vector<std::string>{"ant", "cat"}));
+  ASSERT_EQ(index->samples.size(), 4u);
+  EXPECT_EQ(index->samples[0].path, (root_ / "ant/z.jpeg").string());
+  EXPECT_EQ(index->samples[0].label, 0);
+  EXPECT_EQ(index->samples[1].path, (root_ / "cat/a.JPG").string());
+  EXPECT_EQ(index->samples[2].path, (root_ / "cat/b.png").string());
+  EXPECT_EQ(index->samples[3].path, (root_ / "cat/sub/c.png").string());
+  EXPECT_EQ(index->samples[3].label, 1);
+}
+
+TEST_F(ImageFolderIndexTest, MissingFolderIsNotFound) {
+  auto index = ScanImageFolder((root_ / "nope").string());
+  EXPECT_EQ(index.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(index.status().message().find("nope"), std::string::npos);
+}
+
+TEST_F(ImageFolderIndexTest, EmptyClassIsNamed) {
+  Touch("full/a.png");
+  fs::create_directories(root_ / "empty");
+  Touch("empty/readme.txt");
+  auto index = ScanImageFolder(root_.string());
+  EXPECT_EQ(index.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(index.status().message().find("empty"), std::string::npos);
+}
+
+TEST_F(ImageFolderIndexTest, NoClassFoldersIsInvalid) {
+  Touch("a.png");
+  auto index = ScanImageFolder(root_.string());
+  EXPECT_EQ(index.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SplitPathTest, JoinsOptionalSplit) {
+  EXPECT_EQ(SplitPath("/d", ""), "/d");
+  EXPECT_EQ(SplitPath("/d", "train"), "/d/train");
+}
+
+}  // namespace
+}  // namespace gradsync
