@@ -10,7 +10,12 @@
 // (restore, restarts) and failure_detector.cc. The parts share one mutex on
 // purpose: scheduling, failure detection and recovery each change jobs and
 // workers together, and one lock keeps every such change atomic without a
-// lock order to get wrong.
+// lock order to get wrong. Their decisions are pure functions over plain
+// inputs, tested without a Coordinator: which idle workers become which
+// ranks and GPUs (rank_plan.h, gpu_placement.h), when a worker is dead or
+// a job stalled (failure_rules.h), whether a failed attempt restarts
+// (restart_policy.h); the Coordinator gathers their inputs under its lock
+// and applies their answers.
 //
 // Thread-safe: every public method may be called from any thread. Blocking
 // waits (store, barrier, events) happen outside the coordinator's lock.

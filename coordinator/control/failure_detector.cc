@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "coordinator/control/coordinator.h"
 #include "coordinator/control/coordinator_internal.h"
+#include "coordinator/control/failure_rules.h"
 #include "coordinator/control/job_state.h"
 
 namespace gradsync {
@@ -31,14 +32,14 @@ void Coordinator::SweepDeadWorkers(absl::Time now) {
   for (auto it = workers_.begin(); it != workers_.end();) {
     WorkerEntry& w = it->second;
     const absl::Duration silent = now - w.last_heartbeat;
-    if (w.info.state() == v1::WORKER_STATE_DEAD) {
-      // Keep dead workers visible in `gradsync workers` for a while.
-      it = silent > 20 * options_.heartbeat_timeout + absl::Minutes(1)
-               ? workers_.erase(it)
-               : std::next(it);
+    const bool was_dead = w.info.state() == v1::WORKER_STATE_DEAD;
+    const Silence verdict =
+        JudgeSilence(silent, options_.heartbeat_timeout, was_dead);
+    if (verdict == Silence::kForget) {
+      it = workers_.erase(it);
       continue;
     }
-    if (silent <= options_.heartbeat_timeout) {
+    if (verdict == Silence::kAlive || was_dead) {
       ++it;
       continue;
     }
@@ -104,43 +105,19 @@ void Coordinator::DetectStalls(absl::Time now) {
     JobEntry& entry = *e;
     v1::Job& job = entry.job;
     if (job.state() != v1::JOB_STATE_RUNNING) continue;
-    struct RankSeq {
-      const v1::RankAssignment* rank;
-      const WorkerEntry* worker;
-    };
-    std::vector<RankSeq> ranks;
-    int64_t front = 0;
+    std::vector<RankProgress> ranks;
     for (const v1::RankAssignment& r : job.ranks()) {
       auto w = workers_.find(r.worker_id());
       if (w == workers_.end() || w->second.job_id != job.id()) continue;
-      ranks.push_back({&r, &w->second});
-      front = std::max(front, w->second.info.collective_seq());
+      const WorkerEntry& worker = w->second;
+      ranks.push_back({r.rank(), r.worker_id(), r.host(),
+                       worker.info.collective_seq(), worker.info.step(),
+                       now - worker.seq_since});
     }
-    std::vector<std::string> waiting, behind;
-    absl::Duration waited = absl::ZeroDuration();
-    for (const RankSeq& r : ranks) {
-      const absl::Duration still = now - r.worker->seq_since;
-      if (still < patience) continue;
-      if (r.worker->info.collective_seq() == front) {
-        waiting.push_back(absl::StrCat(r.rank->rank()));
-        waited = std::max(waited, still);
-      } else {
-        behind.push_back(absl::StrCat("rank ", r.rank->rank(), " (worker ",
-                                      r.rank->worker_id(), " on host ",
-                                      r.rank->host(), ", at #",
-                                      r.worker->info.collective_seq(),
-                                      ", step ", r.worker->info.step(), ")"));
-      }
-    }
-    std::string stall;
-    if (!waiting.empty() && !behind.empty()) {
-      stall = absl::StrCat(absl::StrJoin(behind, ", "),
-                           " has not reached collective #", front,
-                           " that rank(s) ", absl::StrJoin(waiting, ", "),
-                           " have waited in for ", FormatSeconds(waited));
-    }
+    const Stall found = FindStall(ranks, patience);
+    const std::string& stall = found.text;
+    const std::string& key = found.key;
     // The text follows every tick; a new stall or its end is also an event.
-    const std::string key = stall.substr(0, stall.find(" have waited"));
     job.set_stall(stall);
     if (key == entry.stall_key) continue;
     entry.stall_key = key;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "coordinator/control/coordinator.h"
 #include "coordinator/control/coordinator_internal.h"
+#include "coordinator/control/restart_policy.h"
 #include "coordinator/wire/secrets.h"
 
 namespace gradsync {
@@ -177,29 +178,16 @@ void Coordinator::FailAttempt(JobEntry& entry, const std::string& reason,
     if ((in_attempt || idle) && (!needs_gpu || HasGpu(w.info))) ++available;
   }
   const int max_restarts = job.spec().max_restarts();
-  const int min_workers = job.spec().world_size().min_workers();
-  const bool repeated = !error.empty() && error == previous_error;
-  if (repeated) {
-    Transition(entry, v1::JOB_STATE_FAILED,
-               absl::StrCat(reason,
-                            "; the previous attempt failed with the same "
-                            "error, so it is not restarted again"));
-    return;
-  }
-  if (job.restarts() >= max_restarts) {
-    Transition(
-        entry, v1::JOB_STATE_FAILED,
-        absl::StrCat(reason, max_restarts == 0
-                                 ? "; restarts are off (max_restarts 0)"
-                                 : absl::StrCat("; restart limit (",
-                                                max_restarts, ") reached")));
-    return;
-  }
-  if (available < min_workers) {
-    Transition(entry, v1::JOB_STATE_FAILED,
-               absl::StrCat(reason, "; cannot restart: ", available,
-                            " worker(s) available, the job needs at least ",
-                            min_workers));
+  FailedAttempt failed;
+  failed.reason = reason;
+  failed.error = error;
+  failed.previous_error = previous_error;
+  failed.restarts = job.restarts();
+  failed.max_restarts = max_restarts;
+  failed.available_workers = available;
+  failed.min_workers = job.spec().world_size().min_workers();
+  if (RestartDecision d = DecideRestart(failed); !d.restart) {
+    Transition(entry, v1::JOB_STATE_FAILED, d.failure);
     return;
   }
   job.set_restarts(job.restarts() + 1);

@@ -9,10 +9,10 @@
 #include "absl/strings/str_join.h"
 #include "coordinator/control/coordinator.h"
 #include "coordinator/control/coordinator_internal.h"
+#include "coordinator/control/rank_plan.h"
 
 namespace gradsync {
 
-using coordinator_internal::HasGpu;
 using coordinator_internal::UnixMs;
 
 void Coordinator::Schedule() {
@@ -109,42 +109,24 @@ TakenGpus Coordinator::GpusInUse() const {
 bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
   v1::Job& job = entry.job;
   const v1::WorldSize& ws = job.spec().world_size();
-  // One GPU per rank: backend nccl takes only workers that get a GPU no
-  // other running rank on their host has; auto takes NCCL when every chosen
-  // worker gets one.
-  std::vector<GpuCandidate> candidates;
+  std::vector<IdleWorker> offered;
   for (const WorkerEntry* w : idle) {
-    candidates.push_back({w->info.host(), OfferedGpus(w->info)});
+    offered.push_back({w->info.host(), OfferedGpus(w->info)});
   }
-  const GpuPlacement placement = PlaceGpus(candidates, GpusInUse());
-  const bool needs_gpu = job.spec().backend() == v1::BACKEND_NCCL;
-  std::vector<WorkerEntry*> eligible;
-  std::map<const WorkerEntry*, int> device;  // the worker's GPU, -1 = none
-  for (size_t i = 0; i < idle.size(); ++i) {
-    device[idle[i]] = placement.device[i];
-    if (!needs_gpu || placement.device[i] >= 0) eligible.push_back(idle[i]);
-  }
-  if (static_cast<int>(eligible.size()) < ws.min_workers()) {
-    if (needs_gpu) {
-      const int with_gpus = static_cast<int>(
-          std::count_if(idle.begin(), idle.end(),
-                        [](const WorkerEntry* w) { return HasGpu(w->info); }));
-      job.set_message(absl::StrFormat(
-          "backend nccl: waiting for %d idle worker(s) with a GPU of their "
-          "own; %d of %d idle worker(s) have a GPU, %d of them a free one (a "
-          "GPU runs one rank at a time, so a host runs at most as many nccl "
-          "ranks as it has GPUs)",
-          ws.min_workers(), with_gpus, idle.size(), eligible.size()));
-    }
+  const v1::Backend requested = job.spec().backend();
+  const RankPlan plan =
+      PlanRanks(offered, ws.min_workers(), ws.max_workers(),
+                requested == v1::BACKEND_NCCL   ? BackendRequest::kNccl
+                : requested == v1::BACKEND_GLOO ? BackendRequest::kGloo
+                                                : BackendRequest::kAuto,
+                GpusInUse());
+  if (!plan.start) {
+    if (!plan.wait_message.empty()) job.set_message(plan.wait_message);
     return false;
   }
-  const int world = std::min<int>(ws.max_workers(), eligible.size());
-  std::vector<WorkerEntry*> chosen(eligible.begin(), eligible.begin() + world);
-  // Ranks grouped by host, as torchrun numbers them node by node.
-  std::stable_sort(chosen.begin(), chosen.end(),
-                   [](const WorkerEntry* a, const WorkerEntry* b) {
-                     return a->info.host() < b->info.host();
-                   });
+  const int world = static_cast<int>(plan.workers.size());
+  std::vector<WorkerEntry*> chosen;
+  for (int w : plan.workers) chosen.push_back(idle[w]);
   const std::string& master = chosen[0]->info.host();
   absl::StatusOr<int> port = ports_.Acquire(master, chosen[0]->free_ports);
   if (!port.ok()) {
@@ -157,9 +139,6 @@ bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
                                                w) != chosen.end();
                             }),
              idle.end());
-  const bool all_gpu =
-      std::all_of(chosen.begin(), chosen.end(),
-                  [&device](WorkerEntry* w) { return device[w] >= 0; });
 
   job.set_attempt(job.attempt() + 1);
   job.set_world_size(world);
@@ -170,10 +149,7 @@ bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
   entry.awaiting_release.clear();
   job.set_master_addr(master);
   job.set_master_port(*port);
-  job.set_backend(job.spec().backend() != v1::BACKEND_AUTO
-                      ? job.spec().backend()
-                  : all_gpu ? v1::BACKEND_NCCL
-                            : v1::BACKEND_GLOO);
+  job.set_backend(plan.nccl ? v1::BACKEND_NCCL : v1::BACKEND_GLOO);
   job.clear_ranks();
   entry.joined.clear();
   entry.completed.clear();
@@ -183,19 +159,18 @@ bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
   entry.barriers = std::make_shared<BarrierTable>(
       world, coordinator_internal::kMaxBarriersPerAttempt,
       coordinator_internal::kMaxNameBytes);
-  std::map<std::string, int> per_host;
   std::vector<std::string> described;
   for (int rank = 0; rank < world; ++rank) {
     WorkerEntry& w = *chosen[rank];
     v1::RankAssignment* r = job.add_ranks();
     r->set_rank(rank);
-    r->set_local_rank(per_host[w.info.host()]++);
+    r->set_local_rank(plan.local_rank[rank]);
     r->set_worker_id(w.info.worker_id());
     r->set_host(w.info.host());
-    if (job.backend() == v1::BACKEND_NCCL) {
-      const int d = device[&w];
+    if (plan.nccl) {
+      const int d = plan.cuda_device[rank];
       r->set_cuda_device(d);
-      r->set_gpu(OfferedGpus(w.info)[d]);
+      r->set_gpu(offered[plan.workers[rank]].gpus[d]);
     }
     w.job_id = job.id();
     w.attempt = job.attempt();

@@ -1,0 +1,29 @@
+#include "coordinator/control/restart_policy.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace gradsync {
+
+RestartDecision DecideRestart(const FailedAttempt& a) {
+  RestartDecision d;
+  if (!a.error.empty() && a.error == a.previous_error) {
+    d.failure = absl::StrCat(a.reason,
+                             "; the previous attempt failed with the same "
+                             "error, so it is not restarted again");
+  } else if (a.restarts >= a.max_restarts) {
+    d.failure = absl::StrCat(
+        a.reason,
+        a.max_restarts == 0
+            ? "; restarts are off (max_restarts 0)"
+            : absl::StrCat("; restart limit (", a.max_restarts, ") reached"));
+  } else if (a.available_workers < a.min_workers) {
+    d.failure = absl::StrCat(
+        a.reason, "; cannot restart: ", a.available_workers,
+        " worker(s) available, the job needs at least ", a.min_workers);
+  } else {
+    d.restart = true;
+  }
+  return d;
+}
+
+}  // namespace gradsync

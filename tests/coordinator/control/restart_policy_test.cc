@@ -1,0 +1,65 @@
+// DecideRestart without a Coordinator: each rule, and which one wins when
+// several apply (restart_test covers the Coordinator acting on them).
+#include "coordinator/control/restart_policy.h"
+
+#include <gtest/gtest.h>
+
+namespace gradsync {
+namespace {
+
+FailedAttempt Restartable() {
+  FailedAttempt a;
+  a.reason = "rank 1 failed";
+  a.error = "io error";
+  a.previous_error = "";
+  a.restarts = 0;
+  a.max_restarts = 2;
+  a.available_workers = 2;
+  a.min_workers = 2;
+  return a;
+}
+
+TEST(RestartPolicyTest, RestartsWhenNoRuleStopsIt) {
+  RestartDecision d = DecideRestart(Restartable());
+  EXPECT_TRUE(d.restart);
+  EXPECT_TRUE(d.failure.empty());
+}
+
+TEST(RestartPolicyTest, TheSameErrorTwiceIsNotRestartedAgain) {
+  FailedAttempt a = Restartable();
+  a.previous_error = "io error";
+  a.available_workers = 0;  // also too few: the repeated error is named
+  RestartDecision d = DecideRestart(a);
+  EXPECT_FALSE(d.restart);
+  EXPECT_EQ(d.failure,
+            "rank 1 failed; the previous attempt failed with the same error, "
+            "so it is not restarted again");
+  // Two attempts without an error (dead workers) are not "the same error".
+  a = Restartable();
+  a.error = a.previous_error = "";
+  EXPECT_TRUE(DecideRestart(a).restart);
+}
+
+TEST(RestartPolicyTest, TheLimitAndOffAreNamed) {
+  FailedAttempt a = Restartable();
+  a.restarts = 2;
+  EXPECT_EQ(DecideRestart(a).failure,
+            "rank 1 failed; restart limit (2) reached");
+  a.restarts = 0;
+  a.max_restarts = 0;
+  EXPECT_EQ(DecideRestart(a).failure,
+            "rank 1 failed; restarts are off (max_restarts 0)");
+}
+
+TEST(RestartPolicyTest, TooFewWorkersFailsNamingBothCounts) {
+  FailedAttempt a = Restartable();
+  a.available_workers = 1;
+  RestartDecision d = DecideRestart(a);
+  EXPECT_FALSE(d.restart);
+  EXPECT_EQ(d.failure,
+            "rank 1 failed; cannot restart: 1 worker(s) available, the job "
+            "needs at least 2");
+}
+
+}  // namespace
+}  // namespace gradsync
