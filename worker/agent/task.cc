@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -13,6 +14,7 @@
 #include "coordinator/wire/secrets.h"
 #include "coordinator/wire/snapshot_stream.h"
 #include "foundation/files/confined_path.h"
+#include "foundation/files/scratch_directory.h"
 #include "worker/agent/coordinator_call.h"
 #include "worker/agent/task_convert.h"
 #include "worker/rank/rank_runner.h"
@@ -200,6 +202,25 @@ void Task::Run() {
   c.spec.dataset_access = options_.dataset_access;
   c.spec.checkpoint_tag = a.job_id();
   status = ConfineCheckpointPaths(c.spec);
+  // Every job ends with its weights at the coordinator, whatever its
+  // checkpoint flags: rank 0 of a job without a checkpoint directory writes
+  // its final checkpoint into a scratch directory, uploads it as the job's
+  // snapshot and removes it (the trainer checkpoints at the end when it
+  // has a directory; interval 0: only there).
+  std::optional<ScratchDirectory> final_only;
+  bool last_uploaded = false;  // the last checkpoint reached the coordinator
+  if (status.ok() && a.rank() == 0 && options_.upload_snapshots &&
+      c.spec.checkpoint_directory.empty()) {
+    absl::StatusOr<ScratchDirectory> scratch =
+        ScratchDirectory::Create(absl::StrCat(a.job_id(), "-final"));
+    if (scratch.ok()) {
+      final_only = std::move(*scratch);
+      c.spec.checkpoint_directory = final_only->path();
+      c.spec.checkpoint_interval_steps = 0;
+    } else {
+      Log(absl::StrCat("no final snapshot: ", scratch.status().ToString()));
+    }
+  }
   if (status.ok()) {
     RankSetup setup;
     setup.backend = ToBackend(a.backend());
@@ -251,13 +272,14 @@ void Task::Run() {
                                   response.indices().end());
     };
     c.on_step = [this](const StepReport& m) { metrics_.Add(ToProto(m)); };
-    c.on_checkpoint = [this](const CheckpointReport& report) {
+    c.on_checkpoint = [this, &last_uploaded](const CheckpointReport& report) {
       v1::CheckpointCommit commit = ToProto(report);
       // The commit is reported after the upload, so a restart on another
       // host finds at the coordinator what the ledger says is committed.
       if (options_.upload_snapshots) {
         absl::Status up = UploadSnapshot(commit);
         commit.set_uploaded(up.ok());
+        last_uploaded = up.ok();
         if (!up.ok()) {
           Log(absl::StrCat(
               "snapshot of step ", commit.step(),
@@ -283,6 +305,17 @@ void Task::Run() {
       result = *trained;
     } else {
       status = trained.status();
+    }
+  }
+  if (final_only) {
+    // Its upload is over (on_checkpoint ran it): the scratch copy goes
+    // before the task completes and is not named as if it were still there.
+    final_only.reset();
+    if (!result.checkpoint.empty()) {
+      result.checkpoint = last_uploaded
+                              ? "uploaded to the coordinator as the final "
+                                "snapshot"
+                              : "not kept (its upload failed)";
     }
   }
   // The error goes to the job's log with the metrics, so `gradsync logs`

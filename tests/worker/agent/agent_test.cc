@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <opencv2/imgcodecs.hpp>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -121,12 +122,30 @@ class TwoAgents {
 };
 
 // A coordinator, and a folder for the test's data and health files.
+// The agents' scratch directories go to dir/tmp (TMPDIR), where a test can
+// see what they left.
 class AgentTest : public ::testing::Test {
  protected:
-  void TearDown() override { fs::remove_all(dir); }
+  void SetUp() override {
+    fs::create_directories(dir / "tmp");
+    const char* tmp = std::getenv("TMPDIR");
+    if (tmp != nullptr) saved_tmpdir_ = tmp;
+    setenv("TMPDIR", (dir / "tmp").c_str(), 1);
+  }
+  void TearDown() override {
+    if (saved_tmpdir_) {
+      setenv("TMPDIR", saved_tmpdir_->c_str(), 1);
+    } else {
+      unsetenv("TMPDIR");
+    }
+    fs::remove_all(dir);
+  }
 
   testing::TestCluster cluster;
   const fs::path dir = testing::UniqueTempDir("agent-test");
+
+ private:
+  std::optional<std::string> saved_tmpdir_;
 };
 
 TEST_F(AgentTest, TwoAgentsTrainAJobAndReturnToIdle) {
@@ -149,6 +168,22 @@ TEST_F(AgentTest, TwoAgentsTrainAJobAndReturnToIdle) {
   }
   ASSERT_EQ(job.metrics().eval_size(), 2);
   EXPECT_EQ(job.metrics().eval(1).samples(), 8);  // every test sample once
+
+  // No checkpoint directory, yet the coordinator keeps the final weights
+  // (issue: such a job kept no model and `model pull` failed), and the
+  // scratch copy rank 0 uploaded them from is gone.
+  v1::ListSnapshotsRequest list;
+  list.set_job_id(job.id());
+  v1::ListSnapshotsResponse snapshots;
+  ASSERT_TRUE(cluster.jobs()
+                  .ListSnapshots(testing::Ctx().get(), list, &snapshots)
+                  .ok());
+  ASSERT_EQ(snapshots.snapshots_size(), 1);
+  EXPECT_EQ(snapshots.snapshots(0).step(), 4);
+  EXPECT_GT(snapshots.snapshots(0).size_bytes(), 0);
+  for (const auto& entry : fs::directory_iterator(dir / "tmp")) {
+    ADD_FAILURE() << "left behind: " << entry.path();
+  }
 
   agents.ExpectIdle();
   agents.Stop();
