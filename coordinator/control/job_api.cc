@@ -12,6 +12,7 @@
 #include "coordinator/control/coordinator.h"
 #include "coordinator/control/coordinator_internal.h"
 #include "coordinator/control/job_spec.h"
+#include "coordinator/control/job_state.h"
 #include "foundation/data_index/data_roots.h"
 #include "foundation/data_index/image_folder_index.h"
 #include "foundation/data_index/synthetic_presets.h"
@@ -151,6 +152,25 @@ absl::StatusOr<v1::GetJobLogsResponse> Coordinator::GetJobLogs(
   absl::MutexLock lock(&mu_);
   absl::StatusOr<JobEntry*> entry = FindJob(request.job_id());
   if (!entry.ok()) return entry.status();
+  if (request.has_rank()) {
+    // The ranks the job can have: an ended job's attempts', else up to its
+    // max_workers (an elastic restart may add ranks).
+    const v1::Job& job = (*entry)->job;
+    int ranks = job.spec().world_size().max_workers();
+    if (IsTerminal(job.state())) {
+      ranks = job.world_size();
+      for (const v1::AttemptRecord& a : job.attempts()) {
+        ranks = std::max(ranks, a.world_size());
+      }
+    }
+    if (request.rank() < 0 || request.rank() >= ranks) {
+      return absl::InvalidArgumentError(
+          ranks == 0
+              ? absl::StrCat("job ", job.id(), " ended with no ranks")
+              : absl::StrCat("job ", job.id(), " has ranks 0-", ranks - 1,
+                             " (asked for rank ", request.rank(), ")"));
+    }
+  }
   JobLogs::Page page = (*entry)->logs.Read(
       request.has_rank() ? std::optional<int>(request.rank()) : std::nullopt,
       request.after_seq(), request.max_lines());

@@ -271,6 +271,13 @@ TEST_F(CliTest, LogsOfEveryRankAndAFailedJobsLastLines) {
   r = Run([](cli::Cli& c) { return c.Logs("job-404", std::nullopt, false); });
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("NOT_FOUND"), std::string::npos);
+  // Finding: a rank the job never had printed nothing, with status 0.
+  r = Run([](cli::Cli& c) { return c.Logs("job-000001", 5, false); });
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("INVALID_ARGUMENT: job job-000001 has ranks 0-1 "
+                       "(asked for rank 5)"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(CliUnreachableTest, ReportsUnavailable) {
