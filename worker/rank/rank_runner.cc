@@ -100,14 +100,16 @@ absl::StatusOr<TrainResult> RunRank(
     log(absl::StrFormat("epoch %d: test accuracy %.2f%% (%d samples)",
                         e.epoch + 1, 100 * e.accuracy, e.samples));
   };
-  c.on_checkpoint =
-      [&log, next = std::move(c.on_checkpoint)](const CheckpointReport& r) {
-        if (next) next(r);
-        log(
-            absl::StrFormat("checkpoint %s commits through epoch %d batch %d "
-                            "(step %d)",
-                            r.path, r.epoch + 1, r.epoch_batch, r.step));
-      };
+  c.on_checkpoint = [&log, next = std::move(c.on_checkpoint)](
+                        const CheckpointReport& r) {
+    if (next) next(r);
+    // Epochs counted from 1, as everything a person reads counts them.
+    log(absl::StrFormat("checkpoint %s (step %d) commits %s", r.path, r.step,
+                        r.epoch_batch == 0
+                            ? absl::StrFormat("epoch %d to its end", r.epoch)
+                            : absl::StrFormat("epoch %d through batch %d",
+                                              r.epoch + 1, r.epoch_batch)));
+  };
   return Train(c);
 }
 

@@ -14,6 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
+#include "foundation/files/scratch_directory.h"
 #include "foundation/store/memory_store.h"
 
 namespace gradsync {
@@ -68,6 +69,9 @@ RankSetup LocalSetup(std::shared_ptr<Store> store, int rank) {
 }
 
 TEST(RankRunnerTest, TwoRanksCountShardTrainAndLog) {
+  absl::StatusOr<ScratchDirectory> checkpoints =
+      ScratchDirectory::Create("rank-runner-test");
+  ASSERT_TRUE(checkpoints.ok()) << checkpoints.status();
   auto store = std::make_shared<MemoryStore>();
   Lines lines[2];
   absl::StatusOr<TrainResult> results[2];
@@ -82,6 +86,7 @@ TEST(RankRunnerTest, TwoRanksCountShardTrainAndLog) {
       setup.log = lines[rank].Sink();
       setup.on_connected = [&, rank](Communicator* c) { connected[rank] = c; };
       TrainContext c = TinyContext(rank);
+      c.spec.checkpoint_directory = checkpoints->path();  // rank 0 writes
       // The caller's callbacks still run, before the runner's lines.
       c.on_step = [&, rank](const StepReport&) { ++steps_seen[rank]; };
       c.on_eval = [&](const EvalReport& e) {
@@ -109,6 +114,11 @@ TEST(RankRunnerTest, TwoRanksCountShardTrainAndLog) {
   }
   EXPECT_EQ(evals_seen, 1);  // rank 0 reports
   EXPECT_TRUE(lines[0].Has("[rank 0] epoch 1: test accuracy "));
+  // Epochs counted from 1: the final checkpoint of a 1-epoch run commits
+  // epoch 1, not "through epoch 2 batch 0".
+  EXPECT_TRUE(lines[0].Has("[rank 0] checkpoint " + checkpoints->path() +
+                           "/model-step-4.pt (step 4) commits epoch 1 to "
+                           "its end"));
   EXPECT_FALSE(lines[1].Has("test accuracy"));
 }
 
