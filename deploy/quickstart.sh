@@ -2,13 +2,22 @@
 # The main job on one machine: install, build, fetch the real Fashion-MNIST,
 # start a coordinator and two workers on localhost, train fashion_cnn for 2
 # epochs while `gradsync watch` shows progress, print the final test accuracy,
-# and stop everything again.
-# Usage: deploy/quickstart.sh [extra `gradsync submit` flags]
+# and stop everything again (or, with --keep-running, leave the coordinator
+# and workers running for more `gradsync` commands).
+# Usage: deploy/quickstart.sh [--keep-running] [extra `gradsync submit` flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+keep=0
+if [ "${1:-}" = --keep-running ]; then
+  keep=1
+  shift
+fi
+PORT=${GRADSYNC_PORT:-50051}
+echo "quickstart: installs Debian packages (with sudo unless run as root),"
+echo "  builds into build/, fetches Fashion-MNIST into data/, and runs a"
+echo "  coordinator on 127.0.0.1:$PORT (set GRADSYNC_PORT for another port)"
 bash deploy/build.sh
 B=build/bin
-PORT=${GRADSYNC_PORT:-50051}
 export GRADSYNC_COORDINATOR=127.0.0.1:$PORT
 mkdir -p logs
 "$B/gradsync" data fetch fashion-mnist data/fashion-mnist
@@ -39,3 +48,9 @@ echo "quickstart: submitted $job"
 "$B/gradsync" watch "$job"
 echo
 "$B/gradsync" status "$job" | grep -E "^(State|Eval):"
+if [ "$keep" = 1 ]; then
+  trap - EXIT
+  echo "quickstart: still running (coordinator and 2 workers, pids ${pids[*]});"
+  echo "  export GRADSYNC_COORDINATOR=127.0.0.1:$PORT to use build/bin/gradsync,"
+  echo "  stop them with: kill ${pids[*]}"
+fi
