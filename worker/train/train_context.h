@@ -28,7 +28,9 @@ struct TrainContext {
   TrainSpec spec;
   int rank = 0;
   int world_size = 1;
-  int64_t train_samples = 0;  // what the coordinator counted
+  // The splits' sample counts: the coordinator's, or the rank runner's
+  // where there is no coordinator.
+  int64_t train_samples = 0;
   int64_t eval_samples = 0;
   // The splits, when whoever counted them here opened them to count
   // (worker/rank/rank_runner.h); null: the trainer opens them and checks
@@ -44,7 +46,10 @@ struct TrainContext {
   // Rank 0, after each checkpoint it wrote (which commits the samples
   // trained before it; coordinator/control/sample_ledger.h).
   std::function<void(const CheckpointReport&)> on_checkpoint;
-  bool resume_remaining = false;  // see above
+  // After an elastic restart: the shards of the checkpoint's epoch already
+  // leave out what it committed, so training starts at that epoch's batch 0
+  // (trainer.h).
+  bool resume_remaining = false;
   // When set, every rank resumes, and rank 0 gets the bytes of the
   // checkpoint here (a snapshot downloaded from the coordinator) instead of
   // reading spec.resume_from; `resume_name` names it in errors ("the
