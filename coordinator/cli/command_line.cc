@@ -60,27 +60,36 @@ CommandLine::CommandLine()
   JobFlags& f = job;
   submit->add_option("--file,-f", f.file, "job file (JSON JobSpec)");
   submit->add_option("--name", f.name, "job name");
-  submit->add_option("--dataset", f.dataset, "image-folder data set root");
+  submit->add_option("--dataset", f.dataset,
+                     "image-folder data set root, or synthetic:<preset> "
+                     "(required)");
   submit->add_option("--split", f.split, "training split (default train)");
   submit->add_option("--eval-split", f.eval_split, "evaluation split");
   submit->add_option("--channels", f.channels, "0 as stored, 1 or 3");
-  submit->add_option("--model", f.model, "fashion_cnn|lenet|resnet18|mlp");
+  submit->add_option("--model", f.model,
+                     "fashion_cnn|lenet|resnet18|mlp (required)");
   submit->add_option("--epochs", f.epochs, "epochs (default 1)");
-  submit->add_option("--batch-size", f.batch_size, "batch size per rank");
+  submit->add_option("--batch-size", f.batch_size,
+                     "batch size per rank (required)");
   submit->add_option("--optimizer", f.optimizer, "adam|sgd (default adam)");
-  submit->add_option("--lr", f.lr, "learning rate");
+  submit->add_option("--lr", f.lr,
+                     "learning rate (default 0.001 adam, 0.01 sgd)");
   submit->add_option("--momentum", f.momentum, "sgd momentum");
   submit->add_option("--weight-decay", f.weight_decay, "weight decay");
-  submit->add_option("--seed", f.seed, "sampler and init seed");
+  submit->add_option("--seed", f.seed, "sampler and init seed (default 0)");
   submit->add_flag("--no-shuffle", f.no_shuffle, "do not shuffle per epoch");
   submit->add_flag("--drop-last", f.drop_last, "drop the uneven tail");
-  submit->add_option("--loader-threads", f.loader_threads, "loader threads");
-  submit->add_option("--prefetch", f.prefetch_depth, "batches per thread");
-  submit->add_option("--augmentation", f.augmentation, "none|affine|crop_flip");
-  submit->add_option("--workers,-n", f.workers, "exact world size");
+  submit->add_option("--loader-threads", f.loader_threads,
+                     "loader threads (default 2)");
+  submit->add_option("--prefetch", f.prefetch_depth,
+                     "batches per thread (default 2)");
+  submit->add_option("--augmentation", f.augmentation,
+                     "none|affine|crop_flip (default none)");
+  submit->add_option("--workers,-n", f.workers,
+                     "exact world size (required, or --max-workers)");
   submit->add_option("--min-workers", f.min_workers, "smallest world size");
   submit->add_option("--max-workers", f.max_workers, "largest world size");
-  submit->add_option("--backend", f.backend, "auto|gloo|nccl");
+  submit->add_option("--backend", f.backend, "auto|gloo|nccl (default auto)");
   submit->add_option("--checkpoint-dir", f.checkpoint_dir, "checkpoints");
   submit->add_option("--checkpoint-interval", f.checkpoint_interval,
                      "steps between checkpoints");
@@ -91,13 +100,14 @@ CommandLine::CommandLine()
                      "start from another job's snapshot kept by the "
                      "coordinator: JOB (its latest) or JOB:STEP");
   submit->add_option("--collective-timeout-ms", f.collective_timeout_ms,
-                     "deadline of each collective");
+                     "deadline of each collective (default 60000)");
   submit->add_option("--grad-accumulation", f.grad_accumulation,
-                     "batches per synchronised optimizer step");
+                     "batches per synchronised optimizer step (default 1)");
   submit->add_option("--compression", f.compression,
-                     "gradient all-reduce: none|fp16|bf16");
+                     "gradient all-reduce: none|fp16|bf16 (default none)");
   submit->add_option("--precision", f.precision,
-                     "32|bf16-mixed|16-mixed (16-mixed: GPUs only)");
+                     "32|bf16-mixed|16-mixed (default 32; 16-mixed: GPUs "
+                     "only)");
   submit->add_option("--max-restarts", f.max_restarts,
                      "new rendezvous after a failure, at most this often "
                      "(default 3; 0 = fail at once)");

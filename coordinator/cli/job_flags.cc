@@ -138,6 +138,25 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
   if (f.collective_timeout_ms) {
     spec.set_collective_timeout_ms(*f.collective_timeout_ms);
   }
+  // What a job needs and has no default, named as the user types it (the
+  // coordinator would name the JobSpec field and say "got 0"). A value
+  // given, even a bad one, is the coordinator's to judge.
+  std::vector<std::string> missing, fields;
+  auto need = [&](bool absent, const char* flag, const char* field) {
+    if (!absent) return;
+    missing.push_back(flag);
+    fields.push_back(field);
+  };
+  need(spec.dataset().path().empty(), "--dataset", "dataset.path");
+  need(spec.model().empty(), "--model", "model");
+  need(!f.batch_size && spec.batch_size() == 0, "--batch-size", "batch_size");
+  need(!f.workers && !f.max_workers && spec.world_size().max_workers() == 0,
+       "--workers (-n)", "world_size.max_workers");
+  if (!missing.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        absl::StrJoin(missing, ", "), missing.size() == 1 ? " is" : " are",
+        " required (or, in a job file, ", absl::StrJoin(fields, ", "), ")"));
+  }
   // Relative paths mean "relative to where the CLI runs", as users expect;
   // the coordinator and workers may run elsewhere. A synthetic data set is
   // a name, not a path.
