@@ -150,8 +150,14 @@ int Cli::Logs(const std::string& job_id, std::optional<int> rank, bool follow,
     dropped = response.dropped();
     request.set_after_seq(response.next_seq());
     // Done: not following, or the job ended and nothing new came.
-    if (!follow ||
-        (IsTerminal(response.state()) && response.lines_size() == 0)) {
+    if (!follow) return 0;
+    if (IsTerminal(response.state()) && response.lines_size() == 0) {
+      // Following ends when the job does: say how (kubectl logs -f stops
+      // without a word, and a user cannot tell an end from a hang-up).
+      if (!options_.json) {
+        out_ << "(" << job_id << " ended: " << StateName(response.state())
+             << ")\n";
+      }
       return 0;
     }
     if (response.lines_size() == 0) absl::SleepFor(poll);

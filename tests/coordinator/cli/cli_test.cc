@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "coordinator/cli/commands.h"
 #include "tests/fakes/test_cluster.h"
 
@@ -268,6 +269,8 @@ TEST_F(CliTest, LogsOfEveryRankAndAFailedJobsLastLines) {
   });
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("failed: DATA_LOSS"), std::string::npos);
+  // ... and ends saying how the job ended (issue 38: -f stopped silently).
+  EXPECT_TRUE(absl::EndsWith(r.out, "(job-000001 ended: FAILED)\n")) << r.out;
   r = Run([](cli::Cli& c) { return c.Logs("job-404", std::nullopt, false); });
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("NOT_FOUND"), std::string::npos);
