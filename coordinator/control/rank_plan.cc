@@ -8,12 +8,12 @@
 namespace gradsync {
 
 RankPlan PlanRanks(const std::vector<IdleWorker>& idle, int min_workers,
-                   int max_workers, BackendRequest backend,
+                   int max_workers, v1::Backend backend,
                    const TakenGpus& taken) {
   std::vector<GpuCandidate> candidates;
   for (const IdleWorker& w : idle) candidates.push_back({w.host, w.gpus});
   const GpuPlacement placement = PlaceGpus(candidates, taken);
-  const bool needs_gpu = backend == BackendRequest::kNccl;
+  const bool needs_gpu = backend == v1::BACKEND_NCCL;
   std::vector<int> eligible;
   for (size_t i = 0; i < idle.size(); ++i) {
     if (!needs_gpu || placement.device[i] >= 0) {
@@ -41,8 +41,8 @@ RankPlan PlanRanks(const std::vector<IdleWorker>& idle, int min_workers,
       plan.workers.begin(), plan.workers.end(),
       [&idle](int a, int b) { return idle[a].host < idle[b].host; });
   plan.nccl =
-      backend == BackendRequest::kNccl ||
-      (backend == BackendRequest::kAuto &&
+      backend == v1::BACKEND_NCCL ||
+      (backend == v1::BACKEND_AUTO &&
        std::all_of(plan.workers.begin(), plan.workers.end(),
                    [&placement](int w) { return placement.device[w] >= 0; }));
   std::map<std::string, int> per_host;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "coordinator/control/gpu_placement.h"
+#include "gradsync/v1/job.pb.h"
 
 namespace gradsync {
 
@@ -23,8 +24,6 @@ struct IdleWorker {
   std::string host;
   std::vector<std::string> gpus;  // the GPUs it offers, by identity
 };
-
-enum class BackendRequest { kAuto, kGloo, kNccl };
 
 struct RankPlan {
   bool start = false;
@@ -39,7 +38,7 @@ struct RankPlan {
 };
 
 RankPlan PlanRanks(const std::vector<IdleWorker>& idle, int min_workers,
-                   int max_workers, BackendRequest backend,
+                   int max_workers, v1::Backend backend,
                    const TakenGpus& taken);
 
 }  // namespace gradsync

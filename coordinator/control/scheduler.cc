@@ -1,7 +1,6 @@
 // Coordinator, scheduler: pending jobs onto idle workers (ranks, ports,
 // the attempt's store and barriers) and the assignments workers receive.
 #include <algorithm>
-#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -113,13 +112,8 @@ bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
   for (const WorkerEntry* w : idle) {
     offered.push_back({w->info.host(), OfferedGpus(w->info)});
   }
-  const v1::Backend requested = job.spec().backend();
-  const RankPlan plan =
-      PlanRanks(offered, ws.min_workers(), ws.max_workers(),
-                requested == v1::BACKEND_NCCL   ? BackendRequest::kNccl
-                : requested == v1::BACKEND_GLOO ? BackendRequest::kGloo
-                                                : BackendRequest::kAuto,
-                GpusInUse());
+  const RankPlan plan = PlanRanks(offered, ws.min_workers(), ws.max_workers(),
+                                  job.spec().backend(), GpusInUse());
   if (!plan.start) {
     if (!plan.wait_message.empty()) job.set_message(plan.wait_message);
     return false;

@@ -14,7 +14,7 @@ TEST(RankPlanTest, TakesUpToMaxWorkersInOrderGroupedByHost) {
   // Registration order a@h2, b@h1, c@h2, d@h1, e@h3; max 4 leaves e out.
   const std::vector<IdleWorker> idle = {
       {"h2", {}}, {"h1", {}}, {"h2", {}}, {"h1", {}}, {"h3", {}}};
-  RankPlan p = PlanRanks(idle, 2, 4, BackendRequest::kAuto, {});
+  RankPlan p = PlanRanks(idle, 2, 4, v1::BACKEND_AUTO, {});
   ASSERT_TRUE(p.start);
   EXPECT_FALSE(p.nccl);                      // auto without GPUs: gloo
   EXPECT_EQ(p.workers, (Ints{1, 3, 0, 2}));  // h1's, then h2's, stable
@@ -23,7 +23,7 @@ TEST(RankPlanTest, TakesUpToMaxWorkersInOrderGroupedByHost) {
 }
 
 TEST(RankPlanTest, TooFewWorkersWaitsQuietly) {
-  RankPlan p = PlanRanks({{"h", {}}}, 2, 2, BackendRequest::kGloo, {});
+  RankPlan p = PlanRanks({{"h", {}}}, 2, 2, v1::BACKEND_GLOO, {});
   EXPECT_FALSE(p.start);
   EXPECT_TRUE(p.wait_message.empty());
   EXPECT_TRUE(p.workers.empty());
@@ -33,13 +33,13 @@ TEST(RankPlanTest, AutoRunsNcclOnlyWhenEveryRankGetsAGpu) {
   const std::vector<std::string> one = {"GPU-a"};
   // Two workers on a one-GPU host: the second gets no GPU, so gloo.
   RankPlan shared =
-      PlanRanks({{"h", one}, {"h", one}}, 2, 2, BackendRequest::kAuto, {});
+      PlanRanks({{"h", one}, {"h", one}}, 2, 2, v1::BACKEND_AUTO, {});
   ASSERT_TRUE(shared.start);
   EXPECT_FALSE(shared.nccl);
   EXPECT_EQ(shared.cuda_device, (Ints{-1, -1}));
   // One each on two hosts: nccl, each on its host's GPU.
   RankPlan own =
-      PlanRanks({{"h1", one}, {"h2", one}}, 2, 2, BackendRequest::kAuto, {});
+      PlanRanks({{"h1", one}, {"h2", one}}, 2, 2, v1::BACKEND_AUTO, {});
   ASSERT_TRUE(own.start);
   EXPECT_TRUE(own.nccl);
   EXPECT_EQ(own.cuda_device, (Ints{0, 0}));
@@ -51,13 +51,13 @@ TEST(RankPlanTest, NcclTakesOnlyWorkersWithAFreeGpuAndSaysWhyItWaits) {
   // GPU-a is held by a running rank: one free GPU for two workers that see
   // it, and the middle worker has none.
   const TakenGpus taken = {{"h", "GPU-a"}};
-  RankPlan wait = PlanRanks(idle, 2, 2, BackendRequest::kNccl, taken);
+  RankPlan wait = PlanRanks(idle, 2, 2, v1::BACKEND_NCCL, taken);
   EXPECT_FALSE(wait.start);
   EXPECT_NE(wait.wait_message.find("2 of 3 idle worker(s) have a GPU, 1 of "
                                    "them a free one"),
             std::string::npos)
       << wait.wait_message;
-  RankPlan one = PlanRanks(idle, 1, 2, BackendRequest::kNccl, taken);
+  RankPlan one = PlanRanks(idle, 1, 2, v1::BACKEND_NCCL, taken);
   ASSERT_TRUE(one.start);
   EXPECT_TRUE(one.nccl);
   EXPECT_EQ(one.workers, (Ints{0}));
@@ -67,7 +67,7 @@ TEST(RankPlanTest, NcclTakesOnlyWorkersWithAFreeGpuAndSaysWhyItWaits) {
 TEST(RankPlanTest, GlooIgnoresGpus) {
   const std::vector<std::string> one = {"GPU-a"};
   RankPlan p =
-      PlanRanks({{"h1", one}, {"h2", one}}, 2, 2, BackendRequest::kGloo, {});
+      PlanRanks({{"h1", one}, {"h2", one}}, 2, 2, v1::BACKEND_GLOO, {});
   ASSERT_TRUE(p.start);
   EXPECT_FALSE(p.nccl);
   EXPECT_EQ(p.cuda_device, (Ints{-1, -1}));
