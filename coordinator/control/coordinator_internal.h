@@ -1,7 +1,7 @@
 // Helpers shared by the files that implement Coordinator (coordinator.cc,
 // recovery.cc, scheduler.cc, failure_detector.cc, job_api.cc,
-// worker_api.cc). Private to them: not part of the control plane's API.
-// Pure functions; thread-safe.
+// worker_api.cc) and its decisions (failure_rules.cc). Private to them: not
+// part of the control plane's API. Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>

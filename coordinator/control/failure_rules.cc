@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/control/coordinator_internal.h"
 
 namespace gradsync {
 
@@ -41,9 +41,8 @@ Stall FindStall(const std::vector<RankProgress>& ranks,
   stall.key =
       absl::StrCat(absl::StrJoin(behind, ", "), " has not reached collective #",
                    front, " that rank(s) ", absl::StrJoin(waiting, ", "));
-  stall.text =
-      absl::StrCat(stall.key, " have waited in for ",
-                   absl::StrFormat("%.1f s", absl::ToDoubleSeconds(waited)));
+  stall.text = absl::StrCat(stall.key, " have waited in for ",
+                            coordinator_internal::FormatSeconds(waited));
   return stall;
 }
 
