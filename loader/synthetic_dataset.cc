@@ -25,7 +25,7 @@ absl::StatusOr<std::unique_ptr<SyntheticDataset>> SyntheticDataset::Open(
     return absl::InvalidArgumentError(
         absl::StrCat("channels must be 0, 1 or 3 (got ", channels, ")"));
   }
-  absl::StatusOr<int64_t> size = SyntheticSplitSize(path, split);
+  absl::StatusOr<int64_t> size = SyntheticSplitSize(*preset, split);
   if (!size.ok()) return size.status();
   const ImageShape shape{preset->rows, preset->cols,
                          channels != 0 ? channels : preset->channels};

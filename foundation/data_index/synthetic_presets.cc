@@ -34,14 +34,20 @@ absl::StatusOr<SyntheticPreset> FindSyntheticPreset(const std::string& path) {
       "unknown synthetic data set '", path, "' (known: ", known, ")"));
 }
 
+absl::StatusOr<int64_t> SyntheticSplitSize(const SyntheticPreset& preset,
+                                           const std::string& split) {
+  if (split == "train") return preset.train;
+  if (split == "test") return preset.test;
+  return absl::NotFoundError(absl::StrCat(kSyntheticPrefix, preset.name,
+                                          " has no split '", split,
+                                          "' (splits: train, test)"));
+}
+
 absl::StatusOr<int64_t> SyntheticSplitSize(const std::string& path,
                                            const std::string& split) {
   absl::StatusOr<SyntheticPreset> preset = FindSyntheticPreset(path);
   if (!preset.ok()) return preset.status();
-  if (split == "train") return preset->train;
-  if (split == "test") return preset->test;
-  return absl::NotFoundError(
-      absl::StrCat(path, " has no split '", split, "' (splits: train, test)"));
+  return SyntheticSplitSize(*preset, split);
 }
 
 }  // namespace gradsync

@@ -32,8 +32,11 @@ bool IsSyntheticPath(const std::string& path);
 // ones otherwise.
 absl::StatusOr<SyntheticPreset> FindSyntheticPreset(const std::string& path);
 
-// The sample count of `split` ("train" or "test") of the data set `path`
-// names; NOT_FOUND naming the splits for another split.
+// The sample count of `split` ("train" or "test") of `preset`; NOT_FOUND
+// naming the splits for another split.
+absl::StatusOr<int64_t> SyntheticSplitSize(const SyntheticPreset& preset,
+                                           const std::string& split);
+// The same for the preset `path` names (FindSyntheticPreset's errors).
 absl::StatusOr<int64_t> SyntheticSplitSize(const std::string& path,
                                            const std::string& split);
 
