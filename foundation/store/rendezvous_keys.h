@@ -36,7 +36,8 @@ std::string GlooMesh(int rank);
 // A rank has opened rank 0's shared-memory segment ("1") or not ("0"),
 // under kGlooPrefix.
 std::string ShmJoined(int rank);
-// A gloo rank is done with its sockets (a group of `size` ranks).
+// A gloo rank is done with its sockets (a group of `size` ranks); the
+// whole key, kGlooPrefix included.
 std::string GlooBye(int size, int rank);
 // A rank reached collective #`seq` that then failed or timed out; the
 // others read these to name the ranks that never arrived.
