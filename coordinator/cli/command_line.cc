@@ -115,6 +115,8 @@ CommandLine::CommandLine()
                      "gradient bucket size (default: 25 MiB on nccl, "
                      "4 MiB on gloo)");
   submit->add_flag("--watch,-w", watch_after_submit, "watch after submitting");
+  submit->add_flag("--quiet,-q", quiet_submit,
+                   "print only the job id (JOB=$(gradsync submit -q ...))");
 
   CLI::App* status = app_.add_subcommand("status", "show one job");
   status->add_option("job", job_id, "job id")->required();
@@ -129,7 +131,13 @@ CommandLine::CommandLine()
   CLI::App* del = app_.add_subcommand(
       "delete", "forget a finished job: its record, events and snapshots");
   del->add_option("job", job_id, "job id")->required();
-  app_.add_subcommand("workers", "list workers");
+  CLI::App* workers = app_.add_subcommand("workers", "list workers");
+  workers
+      ->add_option("--wait", workers_wait,
+                   "first wait (up to --timeout seconds) until N live "
+                   "workers are registered, also for a coordinator still "
+                   "starting")
+      ->check(CLI::Range(1, 100000));
   CLI::App* model = app_.add_subcommand("model", "model snapshots of a job");
   model->require_subcommand(1);
   CLI::App* model_list =
@@ -141,6 +149,10 @@ CommandLine::CommandLine()
   model_pull->add_option("--step", model_step, "step (default: latest)")
       ->each([this](const std::string&) { model_step_given = true; });
   model_pull->add_option("-o,--output", model_out, "file to write")->required();
+  model_pull->add_flag(
+      "--state-dict", model_state_dict,
+      "write only the model's state_dict (name -> tensor), which "
+      "torch.load(f, weights_only=True) opens on PyTorch 1.13 and 2.x");
   CLI::App* plot = app_.add_subcommand(
       "plot", "draw a job's loss, samples/s and accuracy curves");
   plot->add_option("job", job_id, "job id")->required();

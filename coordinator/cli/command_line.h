@@ -46,15 +46,18 @@ class CommandLine {
   CliOptions options;
   JobFlags job;
   bool watch_after_submit = false;
+  bool quiet_submit = false;
   std::string job_id;
   std::string reason;  // cancel --reason
   int limit = 0;       // list --limit
   int64_t model_step = -1;
   bool model_step_given = false;
   std::string model_out;
+  bool model_state_dict = false;
   std::string plot_out;         // plot -o FILE
   std::optional<int> log_rank;  // logs --rank R
   bool follow = false;          // logs -f
+  int workers_wait = 0;         // workers --wait N
   std::string shell;            // completion SHELL
 
   const TokenFlags& token() const { return token_; }

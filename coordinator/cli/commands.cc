@@ -21,6 +21,7 @@
 #include "coordinator/wire/grpc_status.h"
 #include "coordinator/wire/proto_json.h"
 #include "coordinator/wire/snapshot_stream.h"
+#include "foundation/torch_file/state_dict_export.h"
 
 namespace gradsync::cli {
 namespace {
@@ -59,7 +60,7 @@ int Cli::Fail(const grpc::Status& status) const {
   return 1;
 }
 
-int Cli::Submit(const JobFlags& flags, bool then_watch) {
+int Cli::Submit(const JobFlags& flags, bool then_watch, bool quiet) {
   absl::StatusOr<v1::JobSpec> spec = BuildJobSpec(flags);
   if (!spec.ok()) {
     err_ << "gradsync: " << spec.status().message() << "\n";
@@ -74,6 +75,8 @@ int Cli::Submit(const JobFlags& flags, bool then_watch) {
   if (!s.ok()) return Fail(s);
   if (options_.json) {
     out_ << ToJson(job) << "\n";
+  } else if (quiet) {
+    out_ << job.id() << "\n";
   } else {
     out_ << job.id() << " submitted: " << StateName(job.state()) << " - "
          << TerminalSafe(job.message()) << "\n";
@@ -221,13 +224,51 @@ int Cli::Cancel(const std::string& job_id, const std::string& reason) {
   return 0;
 }
 
-int Cli::Workers() {
+int Cli::Workers(int wait_for) {
   v1::ListWorkersResponse response;
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  grpc::Status s =
-      stub_->ListWorkers(&context, v1::ListWorkersRequest(), &response);
-  if (!s.ok()) return Fail(s);
+  const absl::Time deadline = absl::Now() + absl::Seconds(options_.timeout_s);
+  bool reached = false;  // some call was answered
+  int64_t alive = 0;
+  while (true) {
+    grpc::ClientContext context;
+    if (wait_for > 0) {
+      // Short calls that wait for the channel: a coordinator still starting
+      // is waited for, not reported unreachable.
+      context.set_wait_for_ready(true);
+      context.set_deadline(absl::ToChronoTime(
+          std::min(deadline, absl::Now() + absl::Seconds(1))));
+    } else {
+      SetDeadline(&context);
+    }
+    grpc::Status s =
+        stub_->ListWorkers(&context, v1::ListWorkersRequest(), &response);
+    if (s.ok()) {
+      reached = true;
+      alive =
+          std::count_if(response.workers().begin(), response.workers().end(),
+                        [](const v1::WorkerInfo& w) {
+                          return w.state() != v1::WORKER_STATE_DEAD;
+                        });
+      if (alive >= wait_for) break;
+    }
+    const bool late = absl::Now() >= deadline;
+    if (!s.ok() && !reached && (wait_for == 0 || late)) {
+      if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+        s = grpc::Status(
+            grpc::StatusCode::UNAVAILABLE,
+            absl::StrFormat("no answer within %.0f s", options_.timeout_s));
+      }
+      return Fail(s);
+    }
+    if (late) {
+      err_ << "gradsync: DEADLINE_EXCEEDED: waited "
+           << absl::StrFormat("%.0f", options_.timeout_s) << " s for "
+           << wait_for << " live workers; " << alive
+           << " registered (start more, or raise --timeout)\n";
+      return 1;
+    }
+    if (s.ok()) absl::SleepFor(absl::Milliseconds(200));
+  }
   if (options_.json) {
     out_ << ToJson(response) << "\n";
   } else {
@@ -258,7 +299,7 @@ int Cli::ModelList(const std::string& job_id) {
 }
 
 int Cli::ModelPull(const std::string& job_id, int64_t step, bool has_step,
-                   const std::string& out_file) {
+                   const std::string& out_file, bool state_dict) {
   v1::PullSnapshotRequest request;
   request.set_job_id(job_id);
   request.set_step(step);
@@ -272,12 +313,30 @@ int Cli::ModelPull(const std::string& job_id, int64_t step, bool has_step,
       !s.ok()) {
     return Fail(ToGrpcStatus(s));
   }
-  if (absl::Status s = WriteWholeFile(out_file, data); !s.ok()) {
+  StateDictFile weights;
+  if (state_dict) {
+    absl::StatusOr<StateDictFile> exported = ExportStateDict(data);
+    if (!exported.ok()) {
+      err_ << "gradsync: " << job_id << " step " << meta.step() << ": "
+           << exported.status().message() << "\n";
+      return 1;
+    }
+    weights = std::move(*exported);
+  }
+  if (absl::Status s =
+          WriteWholeFile(out_file, state_dict ? weights.bytes : data);
+      !s.ok()) {
     err_ << "gradsync: " << s.message() << "\n";
     return 1;
   }
   if (options_.json) {
     out_ << ToJson(meta) << "\n";
+  } else if (state_dict) {
+    out_ << "wrote " << out_file << ": " << job_id << " step " << meta.step()
+         << ", the model's state_dict (" << weights.tensors << " tensors, "
+         << absl::StrFormat("%.1f MB", weights.storage_bytes / 1e6)
+         << "); load it with torch.load(\"" << out_file
+         << "\", weights_only=True)\n";
   } else {
     out_ << "wrote " << out_file << ": " << job_id << " step " << meta.step()
          << " (epoch " << meta.epoch() << ", "
@@ -349,7 +408,8 @@ int Cli::Watch(const std::string& job_id) {
     if (!force && now - last_draw < period) return;
     last_draw = now;
     dirty = false;
-    const std::vector<std::string> block = view.Block();
+    const std::vector<std::string> block =
+        view.Block(NowMs(), options_.live ? options_.width : 0);
     if (options_.live) {
       for (size_t i = 0; i < drawn; ++i) out_ << "\x1b[1A\x1b[2K";
       drawn = block.size();
@@ -406,7 +466,10 @@ int Cli::Watch(const std::string& job_id) {
     backoff = std::min(backoff * 2, absl::Seconds(5));
   }
   if (!s.ok()) return Fail(s);
-  if (!options_.json) draw(true);
+  if (!options_.json) {
+    draw(true);
+    for (const std::string& line : view.Summary()) out_ << line << "\n";
+  }
   const v1::JobState state = view.job().state();
   if (!IsTerminal(state)) {
     err_ << "gradsync: watch ended before " << job_id << " finished\n";

@@ -21,6 +21,7 @@ struct CliOptions {
   bool json = false;      // machine-readable output
   double timeout_s = 10;  // deadline of unary calls
   bool live = false;      // redraw the watch block in place (a terminal)
+  int width = 0;          // the terminal's columns when live (0: uncut)
 };
 
 class Cli {
@@ -29,7 +30,8 @@ class Cli {
       std::ostream& out, std::ostream& err)
       : stub_(std::move(stub)), options_(options), out_(out), err_(err) {}
 
-  int Submit(const JobFlags& flags, bool then_watch);
+  // With `quiet`, prints only the job id.
+  int Submit(const JobFlags& flags, bool then_watch, bool quiet = false);
   int Status(const std::string& job_id);
   int List(int limit);
   // Follows the job until it is terminal; exit 0 only if it SUCCEEDED.
@@ -37,13 +39,19 @@ class Cli {
   int Cancel(const std::string& job_id, const std::string& reason);
   // `gradsync delete JOB`: forgets a finished job and its snapshots.
   int Delete(const std::string& job_id);
-  int Workers();
+  // `gradsync workers [--wait N]`: the registered workers; with N > 0,
+  // first waits up to --timeout seconds (retrying while the coordinator is
+  // unreachable) until N of them are alive (not DEAD), else fails naming
+  // how many there are.
+  int Workers(int wait_for);
   // `gradsync model list JOB`: the coordinator's snapshots of a job.
   int ModelList(const std::string& job_id);
-  // `gradsync model pull JOB [--step N] -o FILE`: the snapshot of step N
-  // (default: the latest), checksum verified, written atomically to FILE.
+  // `gradsync model pull JOB [--step N] -o FILE [--state-dict]`: the
+  // snapshot of step N (default: the latest), checksum verified, written
+  // atomically to FILE; with `state_dict`, only its model weights, in the
+  // form weights-only loaders open (foundation/torch_file).
   int ModelPull(const std::string& job_id, int64_t step, bool has_step,
-                const std::string& out_file);
+                const std::string& out_file, bool state_dict);
   // `gradsync plot JOB -o FILE`: the job's loss, samples/s and accuracy
   // against step, as a PNG (FILE ends in .png) or CSV (.csv); with --json
   // the curves are printed too.

@@ -92,6 +92,29 @@ std::string ProgressBar(double fraction, int width) {
                       std::string(width - filled, '.'), "]");
 }
 
+std::string FitWidth(absl::string_view line, int width) {
+  if (width <= 0) return std::string(line);
+  // Byte offsets where each UTF-8 character starts.
+  std::vector<size_t> starts;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if ((static_cast<unsigned char>(line[i]) & 0xC0) != 0x80)
+      starts.push_back(i);
+  }
+  if (starts.size() <= static_cast<size_t>(width)) return std::string(line);
+  const int keep = std::max(width - 3, 0);
+  return absl::StrCat(line.substr(0, starts[keep]),
+                      std::string(std::min(width, 3), '.'));
+}
+
+double RankProgress(const v1::Job& job, const v1::StepMetrics& last) {
+  const int epochs = std::max(job.spec().epochs(), 1);
+  const int64_t per_epoch = std::max<int64_t>(last.steps_per_epoch(), 1);
+  const int64_t in_epoch = last.step() - int64_t{last.epoch()} * per_epoch;
+  return std::clamp(
+      (last.epoch() + static_cast<double>(in_epoch) / per_epoch) / epochs, 0.0,
+      1.0);
+}
+
 std::string FormatJobTable(const std::vector<v1::Job>& jobs, int64_t now_ms) {
   std::vector<std::vector<std::string>> rows = {
       {"ID", "NAME", "STATE", "WORKERS", "MODEL", "EPOCHS", "AGE", "ACCURACY"}};
@@ -114,14 +137,12 @@ std::vector<std::string> FormatRankLines(const v1::Job& job,
     const v1::StepMetrics& s = r.last();
     const int64_t per_epoch = std::max<int64_t>(s.steps_per_epoch(), 1);
     const int64_t in_epoch = s.step() - int64_t{s.epoch()} * per_epoch;
-    const double done =
-        (s.epoch() + static_cast<double>(in_epoch) / per_epoch) / epochs;
+    const double done = RankProgress(job, s);
     lines.push_back(absl::StrFormat(
         "rank %-2d %s %3.0f%%  epoch %d/%d step %d/%d  loss %.4f  %.0f "
         "samples/s  p50 %.1f ms",
-        r.rank(), ProgressBar(done, 24), 100 * std::clamp(done, 0.0, 1.0),
-        s.epoch() + 1, epochs, in_epoch, per_epoch, s.loss(),
-        s.samples_per_sec(), r.p50_step_ms()));
+        r.rank(), ProgressBar(done, 20), 100 * done, s.epoch() + 1, epochs,
+        in_epoch, per_epoch, s.loss(), s.samples_per_sec(), r.p50_step_ms()));
   }
   const v1::RankMetrics* slow = nullptr;
   for (const v1::RankMetrics& r : metrics.ranks()) {

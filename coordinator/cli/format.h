@@ -27,6 +27,12 @@ std::string PhaseName(v1::Phase phase);
 std::string FormatDuration(int64_t ms);
 // A bar of `width` cells filled to fraction (clamped to [0, 1]).
 std::string ProgressBar(double fraction, int width);
+// `line` cut to at most `width` columns (UTF-8 characters), ending in "..."
+// when cut; `width` <= 0 leaves it whole.
+std::string FitWidth(absl::string_view line, int width);
+// How far a rank whose last step is `last` is through the job's epochs,
+// in [0, 1].
+double RankProgress(const v1::Job& job, const v1::StepMetrics& last);
 
 // Table of jobs: ID, NAME, STATE, WORKERS, MODEL, EPOCHS, AGE, ACCURACY.
 std::string FormatJobTable(const std::vector<v1::Job>& jobs, int64_t now_ms);

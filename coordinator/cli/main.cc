@@ -1,6 +1,7 @@
 // gradsync: the command-line client of the coordinator's JobService, and
 // the entry point of the data tools (`gradsync data`, `gradsync loader-bench`).
 #include <limits.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -58,6 +59,15 @@ int main(int argc, char** argv) {
   }
   gradsync::cli::CliOptions options = line.options;
   options.live = isatty(STDOUT_FILENO) != 0 && !options.json;
+  if (options.live) {
+    // One column short of the width: a full-width line makes some terminals
+    // wrap, and a wrapped line would outlive the redraw.
+    struct winsize size {};
+    options.width =
+        ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1
+            ? size.ws_col - 1
+            : 79;
+  }
 
   absl::StatusOr<std::string> user_token = line.token().Load();
   if (!user_token.ok()) {
@@ -73,19 +83,21 @@ int main(int argc, char** argv) {
       gradsync::cli::MakeJobStub(line.coordinator, *user_token, *client_tls),
       options, std::cout, std::cerr);
   const std::string& job = line.job_id;
-  if (command == "submit") return cli.Submit(line.job, line.watch_after_submit);
+  if (command == "submit") {
+    return cli.Submit(line.job, line.watch_after_submit, line.quiet_submit);
+  }
   if (command == "status") return cli.Status(job);
   if (command == "list") return cli.List(line.limit);
   if (command == "watch") return cli.Watch(job);
   if (command == "cancel") return cli.Cancel(job, line.reason);
   if (command == "delete") return cli.Delete(job);
-  if (command == "workers") return cli.Workers();
+  if (command == "workers") return cli.Workers(line.workers_wait);
   if (command == "model list") return cli.ModelList(job);
   if (command == "plot") return cli.Plot(job, line.plot_out);
   if (command == "logs") return cli.Logs(job, line.log_rank, line.follow);
   if (command == "model pull") {
     return cli.ModelPull(job, line.model_step, line.model_step_given,
-                         line.model_out);
+                         line.model_out, line.model_state_dict);
   }
   std::cerr << "gradsync: unknown command '" << command << "'\n";
   return 2;

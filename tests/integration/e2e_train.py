@@ -235,29 +235,11 @@ def load_weights_only(path):
 
 
 def seeds_fashion_cnn():
-    """The seeds' FashionCNN, as written in Python."""
-    import torch.nn as nn
-
-    class FashionCNN(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.layer1 = nn.Sequential(
-                nn.Conv2d(1, 32, kernel_size=3, padding=1), nn.BatchNorm2d(32),
-                nn.ReLU(), nn.MaxPool2d(kernel_size=2, stride=2))
-            self.layer2 = nn.Sequential(
-                nn.Conv2d(32, 64, kernel_size=3), nn.BatchNorm2d(64), nn.ReLU(),
-                nn.MaxPool2d(2))
-            self.fc1 = nn.Linear(in_features=64 * 6 * 6, out_features=600)
-            self.drop = nn.Dropout2d(0.25)
-            self.fc2 = nn.Linear(in_features=600, out_features=120)
-            self.fc3 = nn.Linear(in_features=120, out_features=10)
-
-        def forward(self, x):
-            out = self.layer2(self.layer1(x))
-            out = out.view(out.size(0), -1)
-            return self.fc3(self.fc2(self.drop(self.fc1(out))))
-
-    return FashionCNN()
+    """The seeds' FashionCNN, as gradsync ships it for Python users."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
+                                    "python"))
+    from gradsync import models
+    return models.fashion_cnn()
 
 
 def check_python_predictions(bin_dir, checkpoint, subset, state):
@@ -366,6 +348,14 @@ def main():
             assert a.read() == b.read(), "pulled snapshot differs from the file"
         check_python_predictions(bin_dir, pulled, subset,
                                  load_weights_only(pulled)["model"])
+        # Only the weights, for weights-only loaders of every version.
+        weights = os.path.join(work, "weights.pt")
+        print("e2e: " + cluster.cli("model", "pull", job["id"], "--state-dict",
+                                    "-o", weights).stdout.strip())
+        import torch
+        plain = torch.load(weights, weights_only=True)
+        assert plain.keys() == state.keys(), (list(plain), list(state))
+        assert all(torch.equal(plain[k], state[k]) for k in state)
         # The optimizer state loads into Python's Adam, too.
         model = seeds_fashion_cnn()
         model.load_state_dict(state)

@@ -1,12 +1,15 @@
-// predict_dump MODEL CHECKPOINT IMAGE...: loads a gradsync checkpoint's
-// "model" state dict (worker/model/checkpoint.h) into the C++ model and prints,
-// per image, the predicted class and the logits. tests/integration/e2e_train.py
-// compares them with the same checkpoint loaded in Python PyTorch.
+// predict_dump MODEL[:CLASSES] CHECKPOINT IMAGE...: loads a gradsync
+// checkpoint's "model" state dict (worker/model/checkpoint.h) into the C++
+// model (CLASSES classes, default 10) and prints, per image, the predicted
+// class and the logits. tests/integration/e2e_train.py and models_e2e.py
+// compare them with the same weights loaded in Python PyTorch.
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <string>
 
 #include "loader/image_decoder.h"
 #include "loader/transforms.h"
@@ -14,7 +17,8 @@
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: predict_dump MODEL CHECKPOINT IMAGE...\n");
+    std::fprintf(stderr,
+                 "usage: predict_dump MODEL[:CLASSES] CHECKPOINT IMAGE...\n");
     return 2;
   }
   std::ifstream in(argv[2], std::ios::binary);
@@ -30,7 +34,12 @@ int main(int argc, char** argv) {
   shape.channels = first->channels();
   shape.height = first->rows();
   shape.width = first->cols();
-  auto model = gradsync::MakeModel(argv[1], shape);
+  std::string name = argv[1];
+  if (const size_t colon = name.find(':'); colon != std::string::npos) {
+    shape.classes = std::atoi(name.c_str() + colon + 1);
+    name.resize(colon);
+  }
+  auto model = gradsync::MakeModel(name, shape);
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", model.status().ToString().c_str());
     return 1;

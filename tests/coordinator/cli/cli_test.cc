@@ -146,10 +146,32 @@ TEST_F(CliTest, JobFileWithFlagOverrides) {
 
 TEST_F(CliTest, WorkersListsRegisteredWorkers) {
   SimWorker w(cluster_.workers(), "gpu-host-7");
-  CliRun r = Run([](cli::Cli& c) { return c.Workers(); });
+  CliRun r = Run([](cli::Cli& c) { return c.Workers(0); });
   ASSERT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("gpu-host-7"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("IDLE"), std::string::npos) << r.out;
+}
+
+TEST_F(CliTest, WorkersWaitEndsWhenEnoughAreAliveAndNamesTheShortfall) {
+  SimWorker w(cluster_.workers(), "host-a");
+  CliRun r = Run([](cli::Cli& c) { return c.Workers(1); });
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("host-a"), std::string::npos) << r.out;
+  // Three are never there: the wait ends at --timeout and says how many are.
+  std::ostringstream out, err;
+  cli::CliOptions options;
+  options.timeout_s = 1;
+  cli::Cli cli(cluster_.job_stub(), options, out, err);
+  EXPECT_EQ(cli.Workers(3), 1);
+  EXPECT_NE(err.str().find("waited 1 s for 3 live workers; 1 registered"),
+            std::string::npos)
+      << err.str();
+}
+
+TEST_F(CliTest, QuietSubmitPrintsOnlyTheJobId) {
+  CliRun r = Run([&](cli::Cli& c) { return c.Submit(Flags(2), false, true); });
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "job-000001\n");
 }
 
 TEST_F(CliTest, PlotWritesTheReportedCurve) {

@@ -148,7 +148,8 @@ TEST(CommandLineTest, BashCompletesSubcommandsAndTheirFlags) {
   EXPECT_EQ(Complete(path, "gradsync w", 1), "watch workers");
   EXPECT_EQ(Complete(path, "gradsync model p", 2), "pull");
   EXPECT_EQ(Complete(path, "gradsync submit --bat", 2), "--batch-size");
-  EXPECT_EQ(Complete(path, "gradsync model pull job-1 --st", 4), "--step");
+  EXPECT_EQ(Complete(path, "gradsync model pull job-1 --st", 4),
+            "--step --state-dict");
   // Global flags after a subcommand, as the parser takes them.
   EXPECT_EQ(Complete(path, "gradsync status job-1 --js", 3), "--json");
   std::remove(path.c_str());

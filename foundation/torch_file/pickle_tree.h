@@ -1,0 +1,77 @@
+// The part of Python's pickle format that torch.load(weights_only=True)
+// reads (protocol 2 containers, numbers, strings, GLOBAL, REDUCE and
+// persistent ids), read into a tree of values and written back, without
+// running anything: a REDUCE stays a call node naming its callable, so the
+// caller decides what may be called. Used to repackage a snapshot's weights
+// (state_dict_export.h).
+//
+// Parsing treats the bytes as hostile: an opcode outside the subset, a
+// truncated argument, a memo index never stored or a malformed stack is
+// INVALID_ARGUMENT naming the opcode and offset; nodes live in the tree's
+// arena, so self-references and deep nesting cost no recursion until a
+// bounded walk (kMaxPickleDepth) meets them.
+// Thread-compatible: a PickleTree is immutable once parsed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace gradsync {
+
+// How deep WritePickle (and walks over a tree) go before refusing: a
+// state_dict nests five levels.
+inline constexpr int kMaxPickleDepth = 64;
+
+struct PickleValue {
+  enum class Kind {
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kTuple,
+    kList,
+    kDict,    // `items` alternate key, value; `ordered`: an OrderedDict
+    kGlobal,  // `text` is "module name", as GLOBAL spells it
+    kCall,    // REDUCE: items[0] the callable, items[1] its argument tuple
+    kPersistentId,  // BINPERSID: items[0] the id
+  };
+  Kind kind = Kind::kNone;
+  bool boolean = false;
+  int64_t integer = 0;
+  double real = 0;
+  bool ordered = false;
+  std::string text;
+  std::vector<const PickleValue*> items;
+};
+
+// Owns every node of one pickled object.
+class PickleTree {
+ public:
+  const PickleValue& root() const { return *root_; }
+
+  // A new node owned by this tree.
+  PickleValue* Add(PickleValue::Kind kind);
+  void set_root(const PickleValue* root) { root_ = root; }
+
+ private:
+  std::vector<std::unique_ptr<PickleValue>> nodes_;
+  const PickleValue* root_ = nullptr;
+};
+
+// Reads one pickle (up to its STOP). A REDUCE of collections.OrderedDict
+// with no arguments becomes an ordered kDict, so SETITEMS can fill it.
+absl::StatusOr<std::unique_ptr<PickleTree>> ParsePickle(
+    absl::string_view bytes);
+
+// `value` as a protocol-2 pickle ending in STOP, with no memo: a shared
+// node is written once per use. INVALID_ARGUMENT when nested deeper than
+// kMaxPickleDepth (a cycle is infinitely deep).
+absl::StatusOr<std::string> WritePickle(const PickleValue& value);
+
+}  // namespace gradsync

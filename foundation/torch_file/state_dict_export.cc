@@ -1,0 +1,188 @@
+#include "foundation/torch_file/state_dict_export.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "foundation/torch_file/pickle_tree.h"
+#include "foundation/torch_file/stored_zip.h"
+
+namespace gradsync {
+namespace {
+
+using Kind = PickleValue::Kind;
+
+constexpr absl::string_view kRebuildTensor = "torch._utils _rebuild_tensor_v2";
+constexpr absl::string_view kRebuildParameter =
+    "torch._utils _rebuild_parameter";
+
+// Storage classes both weights-only loaders accept, by element size.
+const std::map<std::string, int>& StorageTypes() {
+  static const auto* types = new std::map<std::string, int>{
+      {"torch DoubleStorage", 8}, {"torch FloatStorage", 4},
+      {"torch HalfStorage", 2},   {"torch BFloat16Storage", 2},
+      {"torch LongStorage", 8},   {"torch IntStorage", 4},
+      {"torch ShortStorage", 2},  {"torch CharStorage", 1},
+      {"torch ByteStorage", 1},   {"torch BoolStorage", 1}};
+  return *types;
+}
+
+absl::Status Bad(absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("snapshot is not a weights-only state_dict: ", what));
+}
+
+absl::Status Refused(const std::string& global) {
+  return Bad(absl::StrCat("it names ", global,
+                          ", which the weights-only loader refuses"));
+}
+
+bool IsAllowedGlobal(const std::string& name) {
+  return name == kRebuildTensor || name == kRebuildParameter ||
+         name == "collections OrderedDict" || StorageTypes().count(name) > 0;
+}
+
+struct Storage {
+  int element_size = 0;
+  int64_t numel = 0;
+};
+
+// Walks `v` (depth-bounded): every global must be allowed, every
+// persistent id a storage reference, recorded in `storages`.
+absl::Status Check(const PickleValue& v, int depth,
+                   std::map<std::string, Storage>& storages) {
+  if (depth > kMaxPickleDepth) return Bad("nested too deep (or a cycle)");
+  if (v.kind == Kind::kGlobal && !IsAllowedGlobal(v.text)) {
+    return Refused(v.text);
+  }
+  if (v.kind == Kind::kPersistentId) {
+    const PickleValue& id = *v.items[0];
+    if (id.kind != Kind::kTuple || id.items.size() != 5 ||
+        id.items[0]->kind != Kind::kString || id.items[0]->text != "storage" ||
+        id.items[1]->kind != Kind::kGlobal ||
+        id.items[2]->kind != Kind::kString ||
+        id.items[3]->kind != Kind::kString || id.items[4]->kind != Kind::kInt) {
+      return Bad(
+          "a persistent id that is not ('storage', type, key, "
+          "location, numel)");
+    }
+    const std::string& key = id.items[2]->text;
+    if (key.empty() || key.size() > 32 ||
+        !std::all_of(key.begin(), key.end(), [](char c) {
+          return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
+        })) {
+      return Bad(absl::StrCat("storage key '", key, "' is not a record name"));
+    }
+    auto type = StorageTypes().find(id.items[1]->text);
+    if (type == StorageTypes().end()) {
+      return Refused(id.items[1]->text);
+    }
+    const int64_t numel = id.items[4]->integer;
+    if (numel < 0)
+      return Bad(absl::StrCat("storage ", key, " has numel ", numel));
+    Storage& s = storages[key];
+    s.element_size = type->second;
+    s.numel = std::max(s.numel, numel);
+  }
+  for (const PickleValue* item : v.items) {
+    if (absl::Status s = Check(*item, depth + 1, storages); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// The "model" entry of the snapshot's top-level dict.
+absl::StatusOr<const PickleValue*> ModelEntry(const PickleValue& root) {
+  if (root.kind != Kind::kDict) return Bad("its pickle is not a dict");
+  for (size_t i = 0; i + 1 < root.items.size(); i += 2) {
+    const PickleValue& key = *root.items[i];
+    if (key.kind == Kind::kString && key.text == "model") {
+      return root.items[i + 1];
+    }
+  }
+  return Bad("it has no \"model\" entry");
+}
+
+// Each entry of the state_dict must be name -> tensor.
+absl::StatusOr<int64_t> CountTensors(const PickleValue& model) {
+  if (model.kind != Kind::kDict) return Bad("\"model\" is not a dict");
+  int64_t tensors = 0;
+  for (size_t i = 0; i + 1 < model.items.size(); i += 2) {
+    const PickleValue& key = *model.items[i];
+    const PickleValue& value = *model.items[i + 1];
+    if (key.kind != Kind::kString)
+      return Bad("a state_dict key is not a string");
+    const bool tensor = value.kind == Kind::kCall &&
+                        (value.items[0]->text == kRebuildTensor ||
+                         value.items[0]->text == kRebuildParameter);
+    if (!tensor) {
+      return Bad(absl::StrCat("\"", key.text, "\" is not a tensor"));
+    }
+    ++tensors;
+  }
+  return tensors;
+}
+
+}  // namespace
+
+absl::StatusOr<StateDictFile> ExportStateDict(absl::string_view snapshot) {
+  absl::StatusOr<std::vector<ZipRecord>> records = ReadStoredZip(snapshot);
+  if (!records.ok()) return records.status();
+  // torch.save's layout: <archive>/data.pkl and <archive>/data/<key>.
+  std::map<std::string, absl::string_view> by_name;
+  std::string prefix;
+  for (const ZipRecord& r : *records) {
+    by_name[r.name] = r.data;
+    if (absl::EndsWith(r.name, "/data.pkl") &&
+        r.name.find('/') == r.name.size() - 9) {
+      prefix = r.name.substr(0, r.name.size() - 8);
+    }
+  }
+  if (prefix.empty()) return Bad("no <archive>/data.pkl record");
+  absl::string_view pickle = by_name[prefix + "data.pkl"];
+  if (pickle.size() > kMaxSnapshotPickleBytes) {
+    return Bad(absl::StrCat("data.pkl is ", pickle.size(), " bytes (at most ",
+                            kMaxSnapshotPickleBytes, ")"));
+  }
+  absl::StatusOr<std::unique_ptr<PickleTree>> tree = ParsePickle(pickle);
+  if (!tree.ok()) return Bad(tree.status().message());
+  absl::StatusOr<const PickleValue*> model = ModelEntry((*tree)->root());
+  if (!model.ok()) return model.status();
+  absl::StatusOr<int64_t> tensors = CountTensors(**model);
+  if (!tensors.ok()) return tensors.status();
+  std::map<std::string, Storage> storages;
+  if (absl::Status s = Check(**model, 0, storages); !s.ok()) return s;
+  absl::StatusOr<std::string> state_dict = WritePickle(**model);
+  if (!state_dict.ok()) return state_dict.status();
+
+  StateDictFile out;
+  out.tensors = *tensors;
+  std::vector<ZipRecord> written = {{"archive/data.pkl", *state_dict},
+                                    {"archive/byteorder", "little"}};
+  for (const auto& [key, storage] : storages) {
+    auto it = by_name.find(absl::StrCat(prefix, "data/", key));
+    if (it == by_name.end()) {
+      return Bad(absl::StrCat("storage record data/", key, " is missing"));
+    }
+    const uint64_t needed = static_cast<uint64_t>(storage.numel) *
+                            static_cast<uint64_t>(storage.element_size);
+    if (it->second.size() < needed) {
+      return Bad(absl::StrCat("storage record data/", key, " holds ",
+                              it->second.size(), " bytes, its tensor needs ",
+                              needed));
+    }
+    out.storage_bytes += static_cast<int64_t>(it->second.size());
+    written.push_back({absl::StrCat("archive/data/", key), it->second});
+  }
+  written.push_back({"archive/version", "3\n"});
+  absl::StatusOr<std::string> zip = WriteStoredZip(written);
+  if (!zip.ok()) return zip.status();
+  out.bytes = std::move(*zip);
+  return out;
+}
+
+}  // namespace gradsync
