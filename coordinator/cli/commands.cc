@@ -339,7 +339,7 @@ int Cli::ModelPull(const std::string& job_id, int64_t step, bool has_step,
          << "\", weights_only=True)\n";
   } else {
     out_ << "wrote " << out_file << ": " << job_id << " step " << meta.step()
-         << " (epoch " << meta.epoch() << ", "
+         << " (" << SnapshotPoint(meta) << ", "
          << absl::StrFormat("%.1f MB", meta.size_bytes() / 1e6) << ", sha256 "
          << meta.sha256().substr(0, 12) << ")\n";
   }

@@ -51,7 +51,7 @@ class Cli {
   // atomically to FILE; with `state_dict`, only its model weights, in the
   // form weights-only loaders open (foundation/torch_file).
   int ModelPull(const std::string& job_id, int64_t step, bool has_step,
-                const std::string& out_file, bool state_dict);
+                const std::string& out_file, bool state_dict = false);
   // `gradsync plot JOB -o FILE`: the job's loss, samples/s and accuracy
   // against step, as a PNG (FILE ends in .png) or CSV (.csv); with --json
   // the curves are printed too.

@@ -25,14 +25,15 @@ int64_t EpochEndStep(const v1::JobCurves& curves, int epoch) {
 std::string CurvesCsv(const v1::JobCurves& curves) {
   std::string out = "kind,step,epoch,loss,samples_per_sec,accuracy\n";
   for (const v1::CurvePoint& p : curves.train()) {
-    absl::StrAppend(&out, "train,", p.step(), ",", p.epoch(), ",",
+    // Epochs counted from 1, as status, watch and the logs count them.
+    absl::StrAppend(&out, "train,", p.step(), ",", p.epoch() + 1, ",",
                     absl::StrFormat("%.6g,%.6g", p.loss(), p.samples_per_sec()),
                     ",\n");
   }
   for (const v1::EvalMetrics& e : curves.eval()) {
     int64_t step = EpochEndStep(curves, e.epoch());
     absl::StrAppend(&out, "eval,", step < 0 ? "" : absl::StrCat(step), ",",
-                    e.epoch(), ",", absl::StrFormat("%.6g", e.loss()), ",,",
+                    e.epoch() + 1, ",", absl::StrFormat("%.6g", e.loss()), ",,",
                     absl::StrFormat("%.6g", e.accuracy()), "\n");
   }
   return out;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "coordinator/control/job_state.h"
 
 namespace gradsync::cli {
@@ -92,6 +93,15 @@ std::string ProgressBar(double fraction, int width) {
                       std::string(width - filled, '.'), "]");
 }
 
+std::string SnapshotPoint(const v1::SnapshotMeta& meta) {
+  if (meta.epoch_batch() > 0) {
+    return absl::StrCat("epoch ", meta.epoch() + 1, ", batch ",
+                        meta.epoch_batch());
+  }
+  return meta.epoch() > 0 ? absl::StrCat("end of epoch ", meta.epoch())
+                          : std::string("start");
+}
+
 std::string FitWidth(absl::string_view line, int width) {
   if (width <= 0) return std::string(line);
   // Byte offsets where each UTF-8 character starts.
@@ -162,6 +172,46 @@ std::vector<std::string> FormatRankLines(const v1::Job& job,
   return lines;
 }
 
+namespace {
+
+// Where the job keeps checkpoints, its last one, and what it started from.
+std::string FormatCheckpointLines(const v1::Job& job) {
+  const v1::CheckpointSpec& c = job.spec().checkpoint();
+  std::string out = "Checkpoints: ";
+  if (c.directory().empty()) {
+    absl::StrAppend(&out,
+                    "none on the workers; the final weights are kept "
+                    "by the coordinator (gradsync model pull ",
+                    job.id(), ")\n");
+  } else {
+    absl::StrAppend(
+        &out, c.directory(),
+        c.directory()[0] == '/' ? "" : " (under each worker's checkpoint root)",
+        c.interval_steps() > 0 ? absl::StrCat(", every ", c.interval_steps(),
+                                              " steps and at the end")
+                               : ", at the end",
+        "\n");
+  }
+  if (!job.resume_checkpoint().empty()) {
+    absl::StrAppend(
+        &out, "  last: step ", job.resume_step(), ", ", job.resume_checkpoint(),
+        job.resume_from_snapshot() ? " (also at the coordinator)" : "", "\n");
+  }
+  if (!c.resume_snapshot_job().empty()) {
+    absl::StrAppend(&out, "  started from: ", c.resume_snapshot_job(),
+                    "'s snapshot of ",
+                    c.resume_snapshot_step() > 0
+                        ? absl::StrCat("step ", c.resume_snapshot_step())
+                        : std::string("its latest step"),
+                    "\n");
+  } else if (!c.resume_from().empty()) {
+    absl::StrAppend(&out, "  started from: ", c.resume_from(), "\n");
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string FormatJobDetail(const v1::Job& job, int64_t now_ms) {
   const v1::JobSpec& spec = job.spec();
   std::string out;
@@ -203,6 +253,7 @@ std::string FormatJobDetail(const v1::Job& job, int64_t now_ms) {
     }
     absl::StrAppend(&out, "\n");
   }
+  absl::StrAppend(&out, FormatCheckpointLines(job));
   const std::vector<std::string> lines = FormatRankLines(job, job.metrics());
   if (!lines.empty()) {
     absl::StrAppend(&out, "Progress:\n");
@@ -230,7 +281,10 @@ std::string FormatJobDetail(const v1::Job& job, int64_t now_ms) {
     }
   }
   if (job.ledger_size() > 0) {
-    absl::StrAppend(&out, "Ledger:     samples committed per epoch\n");
+    // Samples count once a checkpoint commits them (what a restart would
+    // not train again); a job without checkpoints commits at its end.
+    absl::StrAppend(
+        &out, "Ledger:     samples committed by checkpoints, per epoch\n");
     for (const v1::EpochLedger& e : job.ledger()) {
       std::vector<std::string> parts;
       for (const v1::LedgerSegment& s : e.segments()) {
@@ -257,8 +311,14 @@ std::string FormatJobDetail(const v1::Job& job, int64_t now_ms) {
   return TerminalSafe(out);
 }
 
-std::string FormatLogLine(const v1::LogEntry& line) {
-  return absl::StrCat("[rank ", line.rank(),
+std::string FormatLogLine(const v1::LogEntry& line, absl::TimeZone zone) {
+  // When the worker logged it (local time; a line without one has none).
+  const std::string when =
+      line.time_unix_ms() > 0
+          ? absl::FormatTime("%H:%M:%S ",
+                             absl::FromUnixMillis(line.time_unix_ms()), zone)
+          : std::string();
+  return absl::StrCat(when, "[rank ", line.rank(),
                       line.attempt() > 1
                           ? absl::StrCat(", attempt ", line.attempt())
                           : std::string(),
@@ -268,9 +328,9 @@ std::string FormatLogLine(const v1::LogEntry& line) {
 std::string FormatSnapshotTable(const std::vector<v1::SnapshotMeta>& snapshots,
                                 int64_t now_ms) {
   std::vector<std::vector<std::string>> rows = {
-      {"STEP", "EPOCH", "ACCURACY", "SIZE", "AGE", "SHA256"}};
+      {"STEP", "AT", "ACCURACY", "SIZE", "AGE", "SHA256"}};
   for (const v1::SnapshotMeta& m : snapshots) {
-    rows.push_back({absl::StrCat(m.step()), absl::StrCat(m.epoch()),
+    rows.push_back({absl::StrCat(m.step()), SnapshotPoint(m),
                     m.accuracy() >= 0
                         ? absl::StrFormat("%.2f%%", 100 * m.accuracy())
                         : "-",

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "gradsync/v1/job_service.pb.h"
 #include "gradsync/v1/snapshot.pb.h"
 #include "gradsync/v1/worker_service.pb.h"
@@ -25,6 +26,10 @@ std::string StateName(v1::JobState state);
 std::string PhaseName(v1::Phase phase);
 // "3s", "4m05s", "2h10m".
 std::string FormatDuration(int64_t ms);
+// Where a snapshot stands, with epochs counted from 1: "end of epoch 2"
+// (epoch 2, epoch_batch 0), "epoch 2, batch 120" (epoch 1, epoch_batch
+// 120), "start" (nothing trained).
+std::string SnapshotPoint(const v1::SnapshotMeta& meta);
 // A bar of `width` cells filled to fraction (clamped to [0, 1]).
 std::string ProgressBar(double fraction, int width);
 // `line` cut to at most `width` columns (UTF-8 characters), ending in "..."
@@ -38,9 +43,11 @@ double RankProgress(const v1::Job& job, const v1::StepMetrics& last);
 std::string FormatJobTable(const std::vector<v1::Job>& jobs, int64_t now_ms);
 // Every detail of one job: spec, ranks, metrics, evaluation, transitions.
 std::string FormatJobDetail(const v1::Job& job, int64_t now_ms);
-// One line of a job's log: "[rank R] text", with the attempt when it is
-// not the first ("[rank R, attempt A] text").
-std::string FormatLogLine(const v1::LogEntry& line);
+// One line of a job's log: "HH:MM:SS [rank R] text" (when the worker
+// logged it, in `zone`; no time for a line without one), with the attempt
+// when it is not the first ("[rank R, attempt A] text").
+std::string FormatLogLine(const v1::LogEntry& line,
+                          absl::TimeZone zone = absl::LocalTimeZone());
 // Table of workers: ID, HOST, STATE, JOB, RANK, STEP, HEARTBEAT, DEVICES.
 // `gradsync model list`: step, epoch, accuracy, size, age, checksum.
 std::string FormatSnapshotTable(const std::vector<v1::SnapshotMeta>& snapshots,

@@ -157,18 +157,15 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
         absl::StrJoin(missing, ", "), missing.size() == 1 ? " is" : " are",
         " required (or, in a job file, ", absl::StrJoin(fields, ", "), ")"));
   }
-  // Relative paths mean "relative to where the CLI runs", as users expect;
-  // the coordinator and workers may run elsewhere. A synthetic data set is
-  // a name, not a path.
-  auto absolute = [](std::string* path) {
-    if (!path->empty() && (*path)[0] != '/' && !IsSyntheticPath(*path)) {
-      std::error_code ec;
-      *path = std::filesystem::absolute(*path, ec).lexically_normal().string();
-    }
-  };
-  absolute(spec.mutable_dataset()->mutable_path());
-  absolute(spec.mutable_checkpoint()->mutable_directory());
-  absolute(spec.mutable_checkpoint()->mutable_resume_from());
+  // A relative data set path means "relative to where the CLI runs", as
+  // users expect (the coordinator lists it there); a synthetic data set is
+  // a name, not a path. Relative checkpoint paths stay relative: each
+  // worker takes them under its own --checkpoint-root.
+  std::string& path = *spec.mutable_dataset()->mutable_path();
+  if (!path.empty() && path[0] != '/' && !IsSyntheticPath(path)) {
+    std::error_code ec;
+    path = std::filesystem::absolute(path, ec).lexically_normal().string();
+  }
   return spec;
 }
 

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "coordinator/control/checkpoint_paths.h"
 #include "coordinator/control/coordinator.h"
 #include "coordinator/control/coordinator_internal.h"
 #include "coordinator/control/job_spec.h"
@@ -86,10 +87,18 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(v1::JobSpec spec) {
     return s;
   }
   // Refuse before the scan when the queue is full (and again after it, as
-  // other submissions may have come in meanwhile).
+  // other submissions may have come in meanwhile), and checkpoint paths
+  // that every registered worker would refuse.
   {
     absl::MutexLock lock(&mu_);
     if (absl::Status s = CheckActiveJobLimit(); !s.ok()) return s;
+    std::vector<std::string> roots;
+    for (const auto& [id, w] : workers_) {
+      if (w.info.state() != v1::WORKER_STATE_DEAD) {
+        roots.push_back(w.info.checkpoint_root());
+      }
+    }
+    if (absl::Status s = CheckCheckpointPaths(spec, roots); !s.ok()) return s;
   }
   // Scan the data set outside the lock: it touches the file system.
   absl::StatusOr<int64_t> train =

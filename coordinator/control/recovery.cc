@@ -138,6 +138,7 @@ Coordinator::WorkerEntry* Coordinator::Readopt(
   w.info.set_job_id(j.id());
   w.info.set_rank(r.task().rank());
   w.info.set_registered_unix_ms(UnixMs(now));
+  w.info.set_checkpoint_root(request.checkpoint_root());
   absl::FPrintF(stderr,
                 "coordinator: worker %s re-registered from %s with its task: "
                 "job %s attempt %d rank %d\n",

@@ -1,5 +1,6 @@
 #include "coordinator/control/restart_policy.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace gradsync {
@@ -10,6 +11,11 @@ RestartDecision DecideRestart(const FailedAttempt& a) {
     d.failure = absl::StrCat(a.reason,
                              "; the previous attempt failed with the same "
                              "error, so it is not restarted again");
+  } else if (absl::StartsWith(a.error, "INVALID_ARGUMENT:") ||
+             absl::StartsWith(a.error, "PERMISSION_DENIED:")) {
+    d.failure = absl::StrCat(a.reason,
+                             "; the job's own settings are refused, which a "
+                             "restart would not change");
   } else if (a.restarts >= a.max_restarts) {
     d.failure = absl::StrCat(
         a.reason,

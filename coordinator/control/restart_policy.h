@@ -1,9 +1,12 @@
 // Whether a failed job attempt restarts, as a rule over plain inputs (the
 // Coordinator gathers them under its lock and acts on the answer). In
 // order: an attempt that failed with the same error as the one before it
-// is not restarted again (a deterministic failure would loop); nor past
-// the restart limit; nor when fewer workers could run the next attempt
-// than the job's minimum. Otherwise it restarts.
+// is not restarted again (a deterministic failure would loop); nor one
+// whose error is the job's own configuration (INVALID_ARGUMENT,
+// PERMISSION_DENIED: a bad path, a model that does not fit the data),
+// which no restart changes; nor past the restart limit; nor when fewer
+// workers could run the next attempt than the job's minimum. Otherwise it
+// restarts.
 // Thread safety: a pure function.
 #pragma once
 

@@ -66,6 +66,13 @@ absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(
           "register: free_ports holds ", port, ", outside [1, 65535]"));
     }
   }
+  if (request.checkpoint_root().size() > 4096 ||
+      (!request.checkpoint_root().empty() &&
+       request.checkpoint_root()[0] != '/')) {
+    return absl::InvalidArgumentError(
+        "register: checkpoint_root must be an absolute path of at most 4096 "
+        "bytes");
+  }
   if (request.job_id().size() > coordinator_internal::kMaxNameBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "register: job_id is ", request.job_id().size(),
@@ -122,6 +129,7 @@ absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(
   w.info.set_state(v1::WORKER_STATE_IDLE);
   w.info.set_rank(-1);
   w.info.set_registered_unix_ms(UnixMs(now));
+  w.info.set_checkpoint_root(request.checkpoint_root());
   LivesFor(request, w);
   absl::FPrintF(stderr, "coordinator: worker %s registered from %s%s\n", id,
                 request.host(),

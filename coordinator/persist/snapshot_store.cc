@@ -84,8 +84,14 @@ void SnapshotStore::LoadIndex() {
     ++line_no;
     std::vector<std::string> f = absl::StrSplit(line, '\t');
     SnapshotInfo info;
-    if (f.size() != 7 || f[0].empty() || !absl::SimpleAtoi(f[1], &info.step) ||
-        info.step < 0 || !absl::SimpleAtoi(f[2], &info.epoch) ||
+    // Indexes written before epoch_batch have 7 fields (it is then 0).
+    if (f.size() == 8 &&
+        (!absl::SimpleAtoi(f[7], &info.epoch_batch) || info.epoch_batch < 0)) {
+      f.clear();  // malformed
+    }
+    if ((f.size() != 7 && f.size() != 8) || f[0].empty() ||
+        !absl::SimpleAtoi(f[1], &info.step) || info.step < 0 ||
+        !absl::SimpleAtoi(f[2], &info.epoch) ||
         !absl::SimpleAtod(f[3], &info.accuracy) ||
         !absl::SimpleAtoi(f[4], &info.size) || !IsHexSha256(f[5]) ||
         !absl::SimpleAtoi(f[6], &info.created_unix_ms)) {
@@ -139,7 +145,8 @@ void SnapshotStore::WriteState() {
   for (const SnapshotInfo& i : index_) {
     absl::StrAppend(&index, i.job_id, "\t", i.step, "\t", i.epoch, "\t",
                     absl::StrFormat("%.17g", i.accuracy), "\t", i.size, "\t",
-                    i.sha256, "\t", i.created_unix_ms, "\n");
+                    i.sha256, "\t", i.created_unix_ms, "\t", i.epoch_batch,
+                    "\n");
   }
   std::string pins;
   for (const auto& [owner, pin] : pins_) {
@@ -184,6 +191,11 @@ absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> SnapshotStore::Begin(
   if (info.step < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "snapshot upload: step must be >= 0 (got ", info.step, ")"));
+  }
+  if (info.epoch < 0 || info.epoch_batch < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "snapshot upload: epoch and epoch_batch must be >= 0 (got ", info.epoch,
+        ", ", info.epoch_batch, ")"));
   }
   if (info.size <= 0 || info.size > max_bytes) {
     return absl::InvalidArgumentError(

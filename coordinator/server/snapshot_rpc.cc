@@ -11,6 +11,7 @@ v1::SnapshotMeta ToMeta(const SnapshotInfo& info) {
   meta.set_job_id(info.job_id);
   meta.set_step(info.step);
   meta.set_epoch(info.epoch);
+  meta.set_epoch_batch(info.epoch_batch);
   meta.set_accuracy(info.accuracy);
   meta.set_size_bytes(info.size);
   meta.set_sha256(info.sha256);
@@ -28,6 +29,7 @@ grpc::Status ReceiveSnapshot(
   info.job_id = meta.job_id();
   info.step = meta.step();
   info.epoch = meta.epoch();
+  info.epoch_batch = meta.epoch_batch();
   info.accuracy = meta.accuracy();
   info.size = meta.size_bytes();
   absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> upload =

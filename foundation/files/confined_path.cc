@@ -21,17 +21,17 @@ bool Resolve(const std::string& path, fs::path* out) {
   return !ec;
 }
 
-// Whether `path` is `root` or below it, component by component.
-bool IsUnder(const fs::path& path, const fs::path& root) {
-  auto r = root.begin(), p = path.begin();
-  for (; r != root.end(); ++r, ++p) {
-    if (r->empty()) continue;  // a trailing separator
-    if (p == path.end() || *p != *r) return false;
+}  // namespace
+
+bool IsPathUnder(const fs::path& path, const fs::path& root) {
+  auto p = path.begin();
+  for (const fs::path& part : root) {
+    if (part.empty()) continue;  // a trailing separator
+    if (p == path.end() || *p != part) return false;
+    ++p;
   }
   return true;
 }
-
-}  // namespace
 
 absl::Status CheckUnderRoots(const std::string& field, const std::string& path,
                              const std::vector<std::string>& roots,
@@ -48,7 +48,7 @@ absl::Status CheckUnderRoots(const std::string& field, const std::string& path,
       return absl::InvalidArgumentError(
           absl::StrCat("data root ", root, " cannot be resolved"));
     }
-    if (IsUnder(resolved, resolved_root)) return absl::OkStatus();
+    if (IsPathUnder(resolved, resolved_root)) return absl::OkStatus();
   }
   return absl::PermissionDeniedError(absl::StrCat(
       field, " ", path, " (", resolved.string(), ") is outside the ",

@@ -9,6 +9,7 @@
 // Thread safety: pure functions (they read the file system).
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,11 @@
 #include "absl/status/statusor.h"
 
 namespace gradsync {
+
+// Whether `path` is `root` or below it, component by component, as
+// written (no resolution; normalize both first).
+bool IsPathUnder(const std::filesystem::path& path,
+                 const std::filesystem::path& root);
 
 // OK when `roots` is empty or `path` resolves under one of them; else
 // PERMISSION_DENIED naming `field`, the path, what it resolved to and the

@@ -14,10 +14,11 @@ Fashion-MNIST), each with its outcome, reason text and detection time:
    and SUCCEEDS; after SIGCONT the stopped worker registers again, idle.
 3. SIGKILL with min_workers 2 and no spare: the job FAILS with a reason
    naming the rank, its host and step.
-4. Both ranks fail with an error (a checkpoint directory outside the
-   workers' --checkpoint-root), no restarts: the job FAILS, and
-   `gradsync logs JOB --rank R` and `gradsync status` show the error line
-   the failed rank shipped.
+4. A checkpoint directory outside every worker's --checkpoint-root is
+   refused at submit; one that a link inside the root leads out of makes
+   both ranks fail (PERMISSION_DENIED), and the job FAILS without the
+   restart it was allowed; `gradsync logs JOB --rank R` and `gradsync
+   status` show the error line the failed rank shipped.
 5. The coordinator is killed (SIGKILL) mid-run and restarted 3 s later on
    the same port and state: training goes on meanwhile, the workers
    re-register with their tasks, the job SUCCEEDS without a restart, a
@@ -220,14 +221,28 @@ def kill_without_spare(cluster, subset):
 
 
 def failed_rank_logs(cluster, subset):
-    """A job whose ranks fail on purpose (a checkpoint directory outside the
-    workers' --checkpoint-root): `gradsync logs` and `status` show the
-    error line the failed rank shipped."""
+    """A checkpoint directory outside every worker's --checkpoint-root is
+    refused at submit, naming the roots. One that only a link inside the
+    root leads out of passes that lexical check, and the ranks fail on
+    purpose (PERMISSION_DENIED, not restarted): `gradsync logs` and `status`
+    show the error line the failed rank shipped."""
+    refused = cluster.cli(
+        "submit", "--name", "outside", "--dataset", subset, "--model",
+        "fashion_cnn", "--batch-size", "50", "-n", "2", "--checkpoint-dir",
+        "/gradsync-not-under-the-root/ckpt", check=False)
+    assert refused.returncode != 0, refused.stdout
+    assert ("FAILED_PRECONDITION: checkpoint.directory "
+            "/gradsync-not-under-the-root/ckpt is outside every registered "
+            "worker's checkpoint root (" in refused.stderr and
+            os.path.abspath(cluster.work) in refused.stderr), refused.stderr
+    link = os.path.join(cluster.work, "link-out")
+    if not os.path.islink(link):
+        os.symlink("/", link)
     job = json.loads(cluster.cli(
         "--json", "submit", "--name", "error", "--dataset", subset,
         "--model", "fashion_cnn", "--batch-size", "50", "-n", "2",
-        "--max-restarts", "0", "--checkpoint-dir",
-        "/gradsync-not-under-the-root/ckpt").stdout)
+        "--max-restarts", "1", "--checkpoint-dir",
+        os.path.join(link, "gradsync-not-under-the-root", "ckpt")).stdout)
     watch = cluster.cli("watch", job["id"], timeout=120, check=False)
     done = status(cluster, job["id"])
     assert watch.returncode != 0 and done["state"] == "JOB_STATE_FAILED", done
@@ -235,12 +250,16 @@ def failed_rank_logs(cluster, subset):
     logs = cluster.cli("logs", job["id"], "--rank", str(failed)).stdout
     error = [line for line in logs.splitlines() if " failed: " in line]
     assert len(error) == 1, logs
-    assert error[0].startswith(f"[rank {failed}] job {job['id']} rank {failed} "
-                               "failed: PERMISSION_DENIED"), error
+    # "HH:MM:SS [rank R] ...": when the worker logged it.
+    assert re.match(rf"\d\d:\d\d:\d\d \[rank {failed}\] job {job['id']} "
+                    rf"rank {failed} failed: PERMISSION_DENIED", error[0]), error
     assert "checkpoint" in error[0], error
     detail = cluster.cli("status", job["id"]).stdout
     assert f"Last log lines of rank {failed}" in detail, detail
     assert error[0] in detail, detail
+    # A restart allowed, but none made: the settings would fail again.
+    assert done.get("restarts", 0) == 0, done
+    assert "a restart would not change" in done["message"], done["message"]
     print(f"failures: a rank failed on purpose; gradsync logs shows: {error[0]}")
 
 

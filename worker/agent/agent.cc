@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -16,9 +17,27 @@
 
 namespace gradsync {
 
+namespace {
+
+// The checkpoint root as an absolute path: what the worker registers (the
+// coordinator checks submitted paths against it) and what errors name.
+AgentOptions WithAbsoluteRoot(AgentOptions options) {
+  std::error_code ec;
+  std::string root = std::filesystem::absolute(options.checkpoint_root, ec)
+                         .lexically_normal()
+                         .string();
+  if (!ec) {
+    if (root.size() > 1 && root.back() == '/') root.pop_back();
+    options.checkpoint_root = std::move(root);
+  }
+  return options;
+}
+
+}  // namespace
+
 Agent::Agent(std::shared_ptr<v1::WorkerService::StubInterface> stub,
              AgentOptions options)
-    : stub_(std::move(stub)), options_(std::move(options)) {}
+    : stub_(std::move(stub)), options_(WithAbsoluteRoot(std::move(options))) {}
 
 Agent::~Agent() {
   Stop();
@@ -45,6 +64,7 @@ absl::Status Agent::Register(const Task* resume, bool* resumed) {
   // assignment stays this worker's only one.
   request.set_job_id(options_.job_id.empty() ? lives_for_ : options_.job_id);
   request.set_exit_after_job(LivesForOneJob());
+  request.set_checkpoint_root(options_.checkpoint_root);
   const std::vector<CudaDevice> gpus = DiscoverDevices().cuda;
   // A GPU counts only if this LibTorch can compute on it: a CPU-only
   // LibTorch next to a GPU registers as a CPU worker, so the scheduler

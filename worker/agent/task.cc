@@ -117,6 +117,7 @@ absl::Status Task::UploadSnapshot(const v1::CheckpointCommit& commit) {
   meta.set_job_id(assignment_.job_id());
   meta.set_step(commit.step());
   meta.set_epoch(commit.epoch());
+  meta.set_epoch_batch(commit.epoch_batch());
   meta.set_accuracy(accuracy_);
   absl::Status sent = WriteSnapshotFile(
       commit.path(), meta, worker_id_, assignment_.attempt(),

@@ -47,10 +47,11 @@ TEST(CurvePlotTest, CsvHasEveryPointAndEvaluation) {
   std::string csv = CurvesCsv(Curves(20, 2));
   EXPECT_EQ(csv.rfind("kind,step,epoch,loss,samples_per_sec,accuracy\n", 0),
             0u);
-  EXPECT_NE(csv.find("\ntrain,1,0,2,1001,\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\ntrain,20,1,0.1,1020,\n"), std::string::npos);
-  EXPECT_NE(csv.find("\neval,10,0,0.5,,0.6\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\neval,20,1,0.5,,0.7\n"), std::string::npos);
+  // Epochs counted from 1, as everything a person reads counts them.
+  EXPECT_NE(csv.find("\ntrain,1,1,2,1001,\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\ntrain,20,2,0.1,1020,\n"), std::string::npos);
+  EXPECT_NE(csv.find("\neval,10,1,0.5,,0.6\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\neval,20,2,0.5,,0.7\n"), std::string::npos);
 }
 
 TEST(CurvePlotTest, PngHasAPanelPerCurveWithItsLine) {

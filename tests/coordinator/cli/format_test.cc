@@ -6,6 +6,57 @@
 namespace gradsync::cli {
 namespace {
 
+TEST(FormatTest, LogLinesSayWhenTheyWereLogged) {
+  v1::LogEntry line;
+  line.set_rank(1);
+  line.set_attempt(2);
+  line.set_text("epoch 1: test accuracy 88.80%");
+  EXPECT_EQ(FormatLogLine(line, absl::UTCTimeZone()),
+            "[rank 1, attempt 2] epoch 1: test accuracy 88.80%\n");
+  line.set_time_unix_ms(1764151407000);  // 2025-11-26 10:03:27 UTC
+  EXPECT_EQ(FormatLogLine(line, absl::UTCTimeZone()),
+            "10:03:27 [rank 1, attempt 2] epoch 1: test accuracy 88.80%\n");
+}
+
+TEST(FormatTest, SnapshotsSayWhereTheyStandWithEpochsFromOne) {
+  v1::SnapshotMeta m;
+  EXPECT_EQ(SnapshotPoint(m), "start");
+  m.set_epoch(2);
+  EXPECT_EQ(SnapshotPoint(m), "end of epoch 2");
+  m.set_epoch(1);
+  m.set_epoch_batch(120);
+  EXPECT_EQ(SnapshotPoint(m), "epoch 2, batch 120");
+  const std::string table = FormatSnapshotTable({m}, 0);
+  EXPECT_NE(table.find("epoch 2, batch 120"), std::string::npos) << table;
+}
+
+TEST(FormatTest, StatusSaysWhereCheckpointsGoAndWhatTheJobStartedFrom) {
+  v1::Job job;
+  job.set_id("job-000003");
+  std::string out = FormatJobDetail(job, 0);
+  EXPECT_NE(out.find("Checkpoints: none on the workers; the final weights "
+                     "are kept by the coordinator (gradsync model pull "
+                     "job-000003)"),
+            std::string::npos)
+      << out;
+  v1::CheckpointSpec* c = job.mutable_spec()->mutable_checkpoint();
+  c->set_directory("ckpt");
+  c->set_interval_steps(200);
+  c->set_resume_snapshot_job("job-000001");
+  job.set_resume_checkpoint("/w/ckpt/model-job-000003-step-400.pt");
+  job.set_resume_step(400);
+  job.set_resume_from_snapshot(true);
+  out = FormatJobDetail(job, 0);
+  EXPECT_NE(out.find("Checkpoints: ckpt (under each worker's checkpoint "
+                     "root), every 200 steps and at the end\n"
+                     "  last: step 400, /w/ckpt/model-job-000003-step-400.pt "
+                     "(also at the coordinator)\n"
+                     "  started from: job-000001's snapshot of its latest "
+                     "step\n"),
+            std::string::npos)
+      << out;
+}
+
 TEST(FormatTest, StatusShowsAttemptsAndTheLedger) {
   v1::Job job;
   job.set_id("job-000007");

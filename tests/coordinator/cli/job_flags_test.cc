@@ -18,14 +18,19 @@ JobFlags Needed(const std::string& dataset) {
   return f;
 }
 
-TEST(JobFlagsTest, RelativePathsAreTakenFromWhereTheCliRuns) {
+// A relative data set is where the CLI runs; relative checkpoint paths
+// are each worker's, under its --checkpoint-root (finding: from / a
+// relative --checkpoint-dir became "/ckpt", outside every root).
+TEST(JobFlagsTest, RelativeDataIsTheCliSAndRelativeCheckpointsTheWorkers) {
   JobFlags f = Needed("data/fashion-mnist");
   f.checkpoint_dir = "ckpt";
+  f.resume_from = "old/model-step-10.pt";
   absl::StatusOr<v1::JobSpec> spec = BuildJobSpec(f);
   ASSERT_TRUE(spec.ok()) << spec.status();
   const std::string here = std::filesystem::current_path().string();
   EXPECT_EQ(spec->dataset().path(), here + "/data/fashion-mnist");
-  EXPECT_EQ(spec->checkpoint().directory(), here + "/ckpt");
+  EXPECT_EQ(spec->checkpoint().directory(), "ckpt");
+  EXPECT_EQ(spec->checkpoint().resume_from(), "old/model-step-10.pt");
 }
 
 // Finding: synthetic:cifar10 became <cwd>/synthetic:cifar10, a folder the

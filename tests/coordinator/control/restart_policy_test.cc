@@ -25,6 +25,24 @@ TEST(RestartPolicyTest, RestartsWhenNoRuleStopsIt) {
   EXPECT_TRUE(d.failure.empty());
 }
 
+TEST(RestartPolicyTest, ARefusedSettingIsNotRestarted) {
+  for (const char* error :
+       {"PERMISSION_DENIED: checkpoint.directory /elsewhere is outside",
+        "INVALID_ARGUMENT: model fashion_cnn takes 28x28 images"}) {
+    FailedAttempt a = Restartable();
+    a.error = error;
+    RestartDecision d = DecideRestart(a);
+    EXPECT_FALSE(d.restart) << error;
+    EXPECT_EQ(d.failure,
+              "rank 1 failed; the job's own settings are refused, which a "
+              "restart would not change");
+  }
+  // Other codes (a lost peer, a damaged file) may be transient.
+  FailedAttempt a = Restartable();
+  a.error = "UNAVAILABLE: peer closed the connection";
+  EXPECT_TRUE(DecideRestart(a).restart);
+}
+
 TEST(RestartPolicyTest, TheSameErrorTwiceIsNotRestartedAgain) {
   FailedAttempt a = Restartable();
   a.previous_error = "io error";

@@ -277,6 +277,45 @@ TEST_F(SnapshotStoreTest, AMalformedIndexLineIsSkippedNotFatal) {
   EXPECT_TRUE((*store)->List("job-9").empty());
 }
 
+// Where a snapshot stands (epoch, epoch_batch) survives a reopen; an index
+// written before epoch_batch existed (7 fields) still loads, as batch 0.
+TEST_F(SnapshotStoreTest, TheEpochAndBatchSurviveAndOldIndexesLoad) {
+  const std::string data = Bytes(3, 300);
+  {
+    auto store = Open();
+    SnapshotInfo info;
+    info.job_id = "job-1";
+    info.step = 3;
+    info.epoch = 1;
+    info.epoch_batch = 120;
+    info.size = static_cast<int64_t>(data.size());
+    auto upload = store->Begin(info, 1 << 20);
+    ASSERT_TRUE(upload.ok()) << upload.status();
+    ASSERT_TRUE((*upload)->Append(0, data).ok());
+    ASSERT_TRUE((*upload)->Commit(Sha256Hex(data)).ok());
+    info.epoch_batch = -1;
+    EXPECT_EQ(store->Begin(info, 1 << 20).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+  {
+    auto store = Open();
+    ASSERT_EQ(store->List("job-1").size(), 1u);
+    EXPECT_EQ(store->List("job-1")[0].epoch, 1);
+    EXPECT_EQ(store->List("job-1")[0].epoch_batch, 120);
+  }
+  // The same line without its last field, as an older coordinator wrote it.
+  std::ifstream in(dir_ + "/index.tsv");
+  std::string line;
+  std::getline(in, line);
+  in.close();
+  std::ofstream(dir_ + "/index.tsv")
+      << line.substr(0, line.rfind('\t')) << "\n";
+  auto store = Open();
+  ASSERT_EQ(store->List("job-1").size(), 1u);
+  EXPECT_EQ(store->List("job-1")[0].epoch, 1);
+  EXPECT_EQ(store->List("job-1")[0].epoch_batch, 0);
+}
+
 TEST_F(SnapshotStoreTest, ConcurrentUploadsAreCapped) {
   auto store = SnapshotStore::Open(dir_, {3, true}, /*max_uploads=*/2);
   ASSERT_TRUE(store.ok()) << store.status();

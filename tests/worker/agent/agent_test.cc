@@ -235,6 +235,7 @@ TEST_F(AgentTest, AFailedTaskLeavesTheAgentIdleAndRunning) {
   MakePngFolder(dir / "data", 4, 2);
   AgentOptions options;
   options.dataset_access.decode.max_pixels = 100;  // the images are 28x28
+  options.checkpoint_root = dir.string();
   TwoAgents agents(cluster, dir, options);
   v1::JobSpec spec = MlpSpec(cluster, dir / "data", 2);
   spec.set_max_restarts(0);
@@ -247,12 +248,26 @@ TEST_F(AgentTest, AFailedTaskLeavesTheAgentIdleAndRunning) {
       << failed.message();
   agents.ExpectIdle();
   // Finding: checkpoint paths were unconfined on workers (resume_from read
-  // any file on rank 0's host). Outside the checkpoint root (here the
-  // working directory) the task fails naming the field.
+  // any file on rank 0's host). A path outside every worker's checkpoint
+  // root is refused at submit (the workers registered their roots); one
+  // that a link inside the root leads out of fails the task on the worker,
+  // naming the field.
   spec.mutable_checkpoint()->set_resume_from("/etc/passwd");
+  {
+    v1::SubmitJobRequest request;
+    *request.mutable_spec() = spec;
+    v1::Job ignored;
+    EXPECT_EQ(cluster.job_stub()
+                  ->SubmitJob(testing::Ctx().get(), request, &ignored)
+                  .error_code(),
+              grpc::StatusCode::FAILED_PRECONDITION);
+  }
+  std::filesystem::create_directory_symlink("/etc", dir / "link-out");
+  const std::string through_link = (dir / "link-out" / "passwd").string();
+  spec.mutable_checkpoint()->set_resume_from(through_link);
   const v1::Job outside =
       cluster.WaitForState(cluster.Submit(spec).id(), v1::JOB_STATE_FAILED);
-  EXPECT_NE(outside.message().find("checkpoint.resume_from /etc/passwd"),
+  EXPECT_NE(outside.message().find("checkpoint.resume_from " + through_link),
             std::string::npos)
       << outside.message();
   EXPECT_NE(outside.message().find("outside the worker's checkpoint root"),
