@@ -38,8 +38,13 @@ class CommandLine {
   std::string command() const;
 
   // A bash completion script: subcommands, then each one's flags and the
-  // global flags (`source <(gradsync completion bash)`).
+  // global flags, the values of choice flags (--model ...) and, where a
+  // command takes a job, the coordinator's job ids (`source <(gradsync
+  // completion bash)`).
   std::string BashCompletion() const;
+  // The same for zsh, through its bash completion layer (bashcompinit):
+  // `source <(gradsync completion zsh)`.
+  std::string ZshCompletion() const;
 
   // What was parsed.
   std::string coordinator = "localhost:50051";
@@ -47,6 +52,7 @@ class CommandLine {
   JobFlags job;
   bool watch_after_submit = false;
   bool quiet_submit = false;
+  bool quiet_list = false;
   std::string job_id;
   std::string reason;  // cancel --reason
   int limit = 0;       // list --limit

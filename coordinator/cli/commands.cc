@@ -167,7 +167,7 @@ int Cli::Logs(const std::string& job_id, std::optional<int> rank, bool follow,
   }
 }
 
-int Cli::List(int limit) {
+int Cli::List(int limit, bool quiet) {
   // Page through until `limit` jobs (0: all) or the last page.
   v1::ListJobsResponse all;
   v1::ListJobsRequest request;
@@ -187,6 +187,8 @@ int Cli::List(int limit) {
            (limit <= 0 || all.jobs_size() < limit));
   if (options_.json) {
     out_ << ToJson(all) << "\n";
+  } else if (quiet) {
+    for (const v1::Job& job : all.jobs()) out_ << job.id() << "\n";
   } else {
     std::vector<v1::Job> jobs(all.jobs().begin(), all.jobs().end());
     out_ << FormatJobTable(jobs, NowMs());

@@ -33,7 +33,9 @@ class Cli {
   // With `quiet`, prints only the job id.
   int Submit(const JobFlags& flags, bool then_watch, bool quiet = false);
   int Status(const std::string& job_id);
-  int List(int limit);
+  // `gradsync list [--limit N] [-q]`: jobs newest first; with `quiet`,
+  // only their ids (what shell completion offers).
+  int List(int limit, bool quiet = false);
   // Follows the job until it is terminal; exit 0 only if it SUCCEEDED.
   int Watch(const std::string& job_id);
   int Cancel(const std::string& job_id, const std::string& reason);

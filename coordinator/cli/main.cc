@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
   }
   const std::string command = line.command();
   if (command == "completion") {
-    std::cout << line.BashCompletion();
+    std::cout << (line.shell == "zsh" ? line.ZshCompletion()
+                                      : line.BashCompletion());
     return 0;
   }
   gradsync::cli::CliOptions options = line.options;
@@ -87,7 +88,7 @@ int main(int argc, char** argv) {
     return cli.Submit(line.job, line.watch_after_submit, line.quiet_submit);
   }
   if (command == "status") return cli.Status(job);
-  if (command == "list") return cli.List(line.limit);
+  if (command == "list") return cli.List(line.limit, line.quiet_list);
   if (command == "watch") return cli.Watch(job);
   if (command == "cancel") return cli.Cancel(job, line.reason);
   if (command == "delete") return cli.Delete(job);

@@ -42,7 +42,9 @@ std::vector<std::string> NormaliseFlags(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"gradsync data tools"};
+  CLI::App app{"gradsync data tools: fetch data sets, time the loader",
+               // As users run it: `gradsync data ...` (also gradsync-data ...).
+               "gradsync data"};
   app.require_subcommand(1);
 
   std::string dataset_name, dir, tgz;
@@ -66,7 +68,9 @@ int main(int argc, char** argv) {
   bool visualize = false;
   std::string sweep, out_dir = ".";
   CLI::App* lb = app.add_subcommand(
-      "loader-bench", "time the loader (the seeds' lfw_dataset.py exercise)");
+      "loader-bench",
+      "time the loader on an image folder: decode, augment (RandomAffine), "
+      "batch");
   lb->add_option("--path_to_folder", bench.path, "image folder")->required();
   lb->add_option("--batch_size", bench.batch_size)->capture_default_str();
   lb->add_option("--num_workers", num_workers, "loader threads")

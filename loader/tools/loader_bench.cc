@@ -1,5 +1,6 @@
 #include "loader/tools/loader_bench.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -16,6 +17,14 @@
 #include "loader/tools/plot.h"
 
 namespace gradsync {
+
+std::string TimedLoadTitle(int64_t images, int batch_size,
+                           const std::string& transform) {
+  const int64_t batches = (images + batch_size - 1) / std::max(batch_size, 1);
+  return absl::StrFormat("Loading %d images (%d batch%s of up to %d; %s)",
+                         images, batches, batches == 1 ? "" : "es", batch_size,
+                         transform);
+}
 
 absl::StatusOr<std::vector<LoaderTiming>> RunLoaderBench(
     const LoaderBenchOptions& o, std::ostream& out) {
@@ -50,13 +59,20 @@ absl::StatusOr<std::vector<LoaderTiming>> RunLoaderBench(
       Batch batch;
       absl::StatusOr<bool> got = (*loader)->Next(&batch);
       if (!got.ok()) return got.status();
-      const cv::Mat grid = BatchGrid(batch.images, 64, 8);
+      constexpr int kShown = 64;
+      const cv::Mat grid = BatchGrid(batch.images, kShown, 8);
       if (!cv::imwrite(o.visualize_batch, grid)) {
         return absl::FailedPreconditionError(
             absl::StrCat("cannot write ", o.visualize_batch));
       }
-      out << "loader-bench: wrote a grid of one augmented batch to "
-          << o.visualize_batch << "\n";
+      const int64_t in_batch = batch.images.size(0);
+      out << "loader-bench: wrote "
+          << (in_batch > kShown
+                  ? absl::StrCat("the first ", kShown, " of the ", in_batch,
+                                 " images of the first augmented batch")
+                  : absl::StrCat("the ", in_batch,
+                                 " images of the first augmented batch"))
+          << " to " << o.visualize_batch << "\n";
     }
     if (!o.get_timing) continue;
     std::vector<double> seconds;
@@ -110,11 +126,13 @@ absl::StatusOr<std::vector<LoaderTiming>> RunLoaderBench(
       s.mean.push_back(t.mean_s);
       s.stddev.push_back(t.std_s);
     }
-    const cv::Mat plot = ErrorBarPlot(
-        {s},
-        absl::StrFormat("Loading %d batches of %d (RandomAffine + ToTensor)",
-                        o.batches_to_check, o.batch_size),
-        "loader threads", "seconds (mean +- std)");
+    // What was timed: at most batches_to_check batches, fewer when the
+    // data set ends first.
+    const cv::Mat plot =
+        ErrorBarPlot({s},
+                     TimedLoadTitle(results.front().images, o.batch_size,
+                                    transform->Describe()),
+                     "loader threads", "seconds (mean +- std)");
     if (!cv::imwrite(o.plot, plot)) {
       return absl::FailedPreconditionError(
           absl::StrCat("cannot write ", o.plot));

@@ -1,8 +1,9 @@
-// The loader benchmark of the seeds' exercise (lfw_dataset.py), in C++:
-// time `batches_to_check` batches of `batch_size` through RandomAffine +
+// The loader benchmark (`gradsync loader-bench`): time up to
+// `batches_to_check` batches of `batch_size` through RandomAffine +
 // ToTensor, `repetitions` times, report mean and std; optionally sweep the
-// number of loader threads and write a CSV and an error-bar plot, and save
-// a grid of one augmented batch. Thread-compatible.
+// number of loader threads and write a CSV and an error-bar plot titled
+// with what was actually timed, and save a grid of (the first 64 images
+// of) one augmented batch. Thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,10 @@ struct LoaderTiming {
 
 absl::StatusOr<std::vector<LoaderTiming>> RunLoaderBench(
     const LoaderBenchOptions& options, std::ostream& out);
+
+// The plot's title: the images one run timed, in how many batches.
+std::string TimedLoadTitle(int64_t images, int batch_size,
+                           const std::string& transform);
 
 // Which decoder DecodeImagesPerSecond times.
 enum class BenchDecoder {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -102,14 +103,14 @@ TEST(CommandLineTest, BadInputIsRefusedNamingIt) {
   EXPECT_NE(*p.exit, 0);
   EXPECT_NE(p.err.find("unknown command 'lst'"), std::string::npos) << p.err;
 
-  CommandLine zsh;
-  p = Parse(zsh, {"completion", "zsh"});
+  CommandLine fish;
+  p = Parse(fish, {"completion", "fish"});
   ASSERT_TRUE(p.exit.has_value());
   EXPECT_NE(*p.exit, 0);
-  EXPECT_NE(p.err.find("zsh"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("fish"), std::string::npos) << p.err;
 }
 
-TEST(CommandLineTest, HelpShowsExamples) {
+TEST(CommandLineTest, HelpShowsExamplesAndEveryCommand) {
   CommandLine line;
   Parsed p = Parse(line, {"--help"});
   ASSERT_TRUE(p.exit.has_value());
@@ -117,6 +118,17 @@ TEST(CommandLineTest, HelpShowsExamples) {
   EXPECT_NE(p.out.find("Examples:"), std::string::npos) << p.out;
   EXPECT_NE(p.out.find("gradsync status job-000001 --json"), std::string::npos)
       << p.out;
+  // The data tools, which gradsync-data runs, are listed too.
+  EXPECT_NE(p.out.find("\n  data "), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("\n  loader-bench "), std::string::npos) << p.out;
+  // A subcommand's help is its own: not the top level's examples.
+  CommandLine model;
+  p = Parse(model, {"model", "--help"});
+  EXPECT_EQ(p.out.find("gradsync status job-000001 --json"), std::string::npos)
+      << p.out;
+  CommandLine submit;
+  p = Parse(submit, {"submit", "--help"});
+  EXPECT_NE(p.out.find("JOB=$(gradsync submit -q"), std::string::npos) << p.out;
 }
 
 // What bash completes after `words` (the last one being typed), with the
@@ -152,7 +164,43 @@ TEST(CommandLineTest, BashCompletesSubcommandsAndTheirFlags) {
             "--step --state-dict");
   // Global flags after a subcommand, as the parser takes them.
   EXPECT_EQ(Complete(path, "gradsync status job-1 --js", 3), "--json");
+  // The values of choice flags.
+  EXPECT_EQ(Complete(path, "gradsync submit --model res", 3), "resnet18");
+  EXPECT_EQ(Complete(path, "gradsync submit --optimizer s", 3), "sgd");
+  EXPECT_EQ(Complete(path, "gradsync d", 1), "delete data");
   std::remove(path.c_str());
+}
+
+// Job ids come from the coordinator: the script runs `gradsync list -q`
+// (here a stand-in program that prints two ids).
+TEST(CommandLineTest, CompletionOffersTheCoordinatorsJobIds) {
+  CommandLine line;
+  ASSERT_FALSE(Parse(line, {"completion", "bash"}).exit.has_value());
+  const std::string dir =
+      absl::StrCat(testing::TempDir(), "/gradsync_ids_", getpid());
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/completion.bash";
+  std::ofstream(path) << line.BashCompletion();
+  const std::string fake = dir + "/gradsync";
+  std::ofstream(fake) << "#!/bin/sh\n"
+                         "[ \"$3 $4\" = \"list -q\" ] && "
+                         "printf 'job-000001\\njob-000002\\n'\n";
+  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+  EXPECT_EQ(Complete(path, fake + " watch job-", 2), "job-000001 job-000002");
+  EXPECT_EQ(Complete(path, fake + " model pull job-000002", 3), "job-000002");
+  // Not for a command without a job, nor for a flag.
+  EXPECT_EQ(Complete(path, fake + " workers job-", 2), "");
+  EXPECT_EQ(Complete(path, fake + " logs job-1 --ra", 3), "--rank");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CommandLineTest, ZshCompletionLoadsTheBashOneThroughBashcompinit) {
+  CommandLine line;
+  ASSERT_FALSE(Parse(line, {"completion", "zsh"}).exit.has_value());
+  const std::string zsh = line.ZshCompletion();
+  EXPECT_NE(zsh.find("autoload -U +X bashcompinit && bashcompinit\n"),
+            std::string::npos);
+  EXPECT_NE(zsh.find("complete -F _gradsync gradsync"), std::string::npos);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "loader/image_decoder.h"
 #include "loader/tools/fashion_mnist.h"
 #include "loader/tools/lfw_synth.h"
+#include "loader/tools/loader_bench.h"
 
 namespace gradsync {
 namespace {
@@ -89,6 +90,28 @@ TEST(LfwTest, MakeLfwWritesTheLayout) {
   std::ostringstream again;
   ASSERT_TRUE(MakeLfw(o, again).ok());
   EXPECT_NE(again.str().find("already holds"), std::string::npos);
+
+  // loader-bench on it says what it timed and showed: 30 images are 4
+  // batches of 8, however many batches were asked for.
+  LoaderBenchOptions bench;
+  bench.path = o.dir;
+  bench.batch_size = 8;
+  bench.batches_to_check = 100;
+  bench.get_timing = true;
+  bench.repetitions = 1;
+  bench.visualize_batch = (dir / "batch.png").string();
+  std::ostringstream out;
+  absl::StatusOr<std::vector<LoaderTiming>> timed = RunLoaderBench(bench, out);
+  ASSERT_TRUE(timed.ok()) << timed.status();
+  EXPECT_EQ(timed->front().images, 30);
+  EXPECT_NE(out.str().find("wrote the 8 images of the first augmented batch"),
+            std::string::npos)
+      << out.str();
+  EXPECT_TRUE(fs::exists(dir / "batch.png"));
+  EXPECT_EQ(TimedLoadTitle(30, 8, "RandomAffine"),
+            "Loading 30 images (4 batches of up to 8; RandomAffine)");
+  EXPECT_EQ(TimedLoadTitle(512, 512, "x"),
+            "Loading 512 images (1 batch of up to 512; x)");
   fs::remove_all(dir);
 }
 
