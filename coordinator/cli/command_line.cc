@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/control/job_spec.h"
 #include "gradsync/config.h"
 
 namespace gradsync::cli {
@@ -64,39 +65,61 @@ CommandLine::CommandLine()
 
   CLI::App* submit = app_.add_subcommand("submit", "submit a training job");
   JobFlags& f = job;
-  submit->add_option("--file,-f", f.file, "job file (JSON JobSpec)");
-  submit->add_option("--name", f.name, "job name");
+  // The defaults the coordinator applies, as it applies them.
+  v1::JobSpec d;
+  d.mutable_dataset()->set_path("x");
+  ApplyJobSpecDefaults(&d);
+  v1::JobSpec sgd;
+  sgd.mutable_optimizer()->set_type(v1::OPTIMIZER_TYPE_SGD);
+  ApplyJobSpecDefaults(&sgd);
+  auto dflt = [](auto value) { return absl::StrCat(" (default ", value, ")"); };
+  submit->add_option("--file,-f", f.file,
+                     "job file (JSON JobSpec); flags override it, and "
+                     "(required) flags it gives are not needed");
+  submit->add_option("--name", f.name, "job name" + dflt(d.name()));
   submit->add_option("--dataset", f.dataset,
                      "image-folder data set root, or synthetic:<preset> "
                      "(required)");
-  submit->add_option("--split", f.split, "training split (default train)");
+  submit->add_option("--split", f.split,
+                     "training split" + dflt(d.dataset().split()));
   submit->add_option("--eval-split", f.eval_split, "evaluation split");
   submit->add_option("--channels", f.channels, "0 as stored, 1 or 3");
   submit->add_option("--model", f.model,
-                     "fashion_cnn|lenet|resnet18|mlp (required)");
-  submit->add_option("--epochs", f.epochs, "epochs (default 1)");
+                     absl::StrJoin(KnownModels(), "|") + " (required)");
+  submit->add_option("--epochs", f.epochs, "epochs" + dflt(d.epochs()));
   submit->add_option("--batch-size", f.batch_size,
                      "batch size per rank (required)");
-  submit->add_option("--optimizer", f.optimizer, "adam|sgd (default adam)");
-  submit->add_option("--lr", f.lr,
-                     "learning rate (default 0.001 adam, 0.01 sgd)");
+  submit->add_option(
+      "--optimizer", f.optimizer,
+      "adam|sgd" + dflt(d.optimizer().type() == v1::OPTIMIZER_TYPE_SGD
+                            ? "sgd"
+                            : "adam"));
+  submit->add_option(
+      "--lr", f.lr,
+      absl::StrCat("learning rate (default ", d.optimizer().learning_rate(),
+                   " adam, ", sgd.optimizer().learning_rate(), " sgd)"));
   submit->add_option("--momentum", f.momentum, "sgd momentum");
   submit->add_option("--weight-decay", f.weight_decay, "weight decay");
-  submit->add_option("--seed", f.seed, "sampler and init seed (default 0)");
+  submit->add_option("--seed", f.seed,
+                     "sampler and init seed" + dflt(d.seed()));
   submit->add_flag("--no-shuffle", f.no_shuffle, "do not shuffle per epoch");
   submit->add_flag("--drop-last", f.drop_last, "drop the uneven tail");
   submit->add_option("--loader-threads", f.loader_threads,
-                     "loader threads (default 2)");
+                     "loader threads" + dflt(d.loader_threads()));
   submit->add_option("--prefetch", f.prefetch_depth,
-                     "batches per thread (default 2)");
-  submit->add_option("--augmentation", f.augmentation,
-                     "none|affine|crop_flip (default none)");
+                     "batches per thread" + dflt(d.prefetch_depth()));
+  submit->add_option(
+      "--augmentation", f.augmentation,
+      absl::StrJoin(KnownAugmentations(), "|") + dflt(d.augmentation()));
   submit->add_option("--workers,-n", f.workers,
                      "exact world size (required, or --max-workers)");
   submit->add_option("--min-workers", f.min_workers, "smallest world size");
   submit->add_option("--max-workers", f.max_workers, "largest world size");
   submit->add_option("--backend", f.backend, "auto|gloo|nccl (default auto)");
-  submit->add_option("--checkpoint-dir", f.checkpoint_dir, "checkpoints");
+  submit->add_option("--checkpoint-dir", f.checkpoint_dir,
+                     "checkpoint directory, relative ones under each "
+                     "worker's --checkpoint-root (default: none; the final "
+                     "weights are kept by the coordinator either way)");
   submit->add_option("--checkpoint-interval", f.checkpoint_interval,
                      "steps between checkpoints");
   submit->add_option("--resume-from", f.resume_from,
@@ -105,18 +128,21 @@ CommandLine::CommandLine()
   submit->add_option("--resume-snapshot", f.resume_snapshot,
                      "start from another job's snapshot kept by the "
                      "coordinator: JOB (its latest) or JOB:STEP");
-  submit->add_option("--collective-timeout-ms", f.collective_timeout_ms,
-                     "deadline of each collective (default 60000)");
+  submit->add_option(
+      "--collective-timeout-ms", f.collective_timeout_ms,
+      "deadline of each collective" + dflt(d.collective_timeout_ms()));
   submit->add_option("--grad-accumulation", f.grad_accumulation,
-                     "batches per synchronised optimizer step (default 1)");
+                     "batches per synchronised optimizer step" +
+                         dflt(d.grad_accumulation_steps()));
   submit->add_option("--compression", f.compression,
                      "gradient all-reduce: none|fp16|bf16 (default none)");
   submit->add_option("--precision", f.precision,
                      "32|bf16-mixed|16-mixed (default 32; 16-mixed: GPUs "
                      "only)");
   submit->add_option("--max-restarts", f.max_restarts,
-                     "new rendezvous after a failure, at most this often "
-                     "(default 3; 0 = fail at once)");
+                     absl::StrCat("new rendezvous after a failure, at most "
+                                  "this often (default ",
+                                  d.max_restarts(), "; 0 = fail at once)"));
   submit->add_option("--bucket-cap-bytes", f.bucket_cap_bytes,
                      "gradient bucket size (default: 25 MiB on nccl, "
                      "4 MiB on gloo)");
@@ -286,7 +312,9 @@ std::string CommandLine::BashCompletion() const {
       "  local prev=${COMP_WORDS[COMP_CWORD-1]}\n"
       "  # A flag's values.\n"
       "  case \"$prev\" in\n"
-      "    --model) words=\"fashion_cnn lenet mlp resnet18\" ;;\n"
+      "    --model) words=\"",
+      absl::StrJoin(KnownModels(), " "),
+      "\" ;;\n"
       "    --optimizer) words=\"adam sgd\" ;;\n"
       "    --backend) words=\"auto gloo nccl\" ;;\n"
       "    --precision) words=\"32 bf16-mixed 16-mixed\" ;;\n"

@@ -1,10 +1,6 @@
 #include "coordinator/cli/job_flags.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -13,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "coordinator/cli/job_file.h"
 #include "foundation/data_index/synthetic_presets.h"
 
 namespace gradsync::cli {
@@ -39,20 +36,9 @@ absl::StatusOr<E> ParseChoice(
 absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
   v1::JobSpec spec;
   if (!f.file.empty()) {
-    std::ifstream in(f.file);
-    if (!in) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot read job file ", f.file));
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    google::protobuf::util::JsonParseOptions options;
-    auto status =
-        google::protobuf::util::JsonStringToMessage(text.str(), &spec, options);
-    if (!status.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "job file ", f.file, " is not a valid JobSpec: ", status.ToString()));
-    }
+    absl::StatusOr<v1::JobSpec> read = ReadJobFile(f.file);
+    if (!read.ok()) return read.status();
+    spec = std::move(*read);
   }
   if (f.name) spec.set_name(*f.name);
   if (f.dataset) spec.mutable_dataset()->set_path(*f.dataset);

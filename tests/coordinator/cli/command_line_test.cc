@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/control/job_spec.h"
 
 namespace gradsync::cli {
 namespace {
@@ -129,6 +130,26 @@ TEST(CommandLineTest, HelpShowsExamplesAndEveryCommand) {
   CommandLine submit;
   p = Parse(submit, {"submit", "--help"});
   EXPECT_NE(p.out.find("JOB=$(gradsync submit -q"), std::string::npos) << p.out;
+}
+
+// submit --help marks what a job needs and shows the defaults the
+// coordinator applies (ApplyJobSpecDefaults), not copies of them.
+TEST(CommandLineTest, SubmitHelpMarksRequiredFlagsAndShowsTheDefaults) {
+  CommandLine line;
+  Parsed p = Parse(line, {"submit", "--help"});
+  v1::JobSpec d;
+  d.mutable_dataset()->set_path("x");
+  ApplyJobSpecDefaults(&d);
+  for (const std::string& text :
+       {std::string("(required)"), std::string("or --max-workers"),
+        absl::StrCat("epochs (default ", d.epochs(), ")"),
+        absl::StrCat("loader threads (default ", d.loader_threads(), ")"),
+        absl::StrCat("(default ", d.max_restarts(), "; 0 = fail at once)"),
+        absl::StrCat("deadline of each collective (default ",
+                     d.collective_timeout_ms(), ")"),
+        std::string("fashion_cnn|lenet|resnet18|mlp (required)")}) {
+    EXPECT_NE(p.out.find(text), std::string::npos) << text << "\n" << p.out;
+  }
 }
 
 // What bash completes after `words` (the last one being typed), with the
