@@ -143,6 +143,11 @@ CommandLine::CommandLine()
                      absl::StrCat("new rendezvous after a failure, at most "
                                   "this often (default ",
                                   d.max_restarts(), "; 0 = fail at once)"));
+  submit->add_option(
+      "--restart-wait", f.restart_wait_s,
+      absl::StrCat("seconds a restart waits for replacement workers when "
+                   "too few remain (default ",
+                   d.restart_wait_ms() / 1000, "; 0 = fail at once)"));
   submit->add_option("--bucket-cap-bytes", f.bucket_cap_bytes,
                      "gradient bucket size (default: 25 MiB on nccl, "
                      "4 MiB on gloo)");

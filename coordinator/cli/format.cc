@@ -221,6 +221,19 @@ std::string FormatJobDetail(const v1::Job& job, int64_t now_ms) {
   if (!job.stall().empty()) {
     absl::StrAppend(&out, "Stalled:    ", job.stall(), "\n");
   }
+  if (job.state() == v1::JOB_STATE_PENDING &&
+      job.replacement_deadline_unix_ms() > 0) {
+    absl::StrAppend(
+        &out, "Waiting:    for at least ",
+        job.spec().world_size().min_workers(), " worker(s) to restart with, ",
+        job.replacement_deadline_unix_ms() > now_ms
+            ? absl::StrCat(
+                  FormatDuration(job.replacement_deadline_unix_ms() - now_ms),
+                  " more")
+            : std::string("time is up"),
+        " (--restart-wait ", FormatDuration(job.spec().restart_wait_ms()),
+        "); then the job fails\n");
+  }
   if (!job.persist_error().empty()) {
     absl::StrAppend(&out, "Not saved:  ", job.persist_error(), "\n");
   }

@@ -102,6 +102,9 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
   if (f.grad_accumulation)
     spec.set_grad_accumulation_steps(*f.grad_accumulation);
   if (f.max_restarts) spec.set_max_restarts(*f.max_restarts);
+  if (f.restart_wait_s) {
+    spec.set_restart_wait_ms(static_cast<int64_t>(*f.restart_wait_s * 1000));
+  }
   if (f.bucket_cap_bytes) spec.set_bucket_cap_bytes(*f.bucket_cap_bytes);
   if (f.compression) {
     auto compression = ParseChoice<v1::GradientCompression>(

@@ -21,7 +21,8 @@ struct JobFlags {
   std::optional<int> epochs, batch_size, loader_threads, prefetch_depth,
       workers, min_workers, max_workers, channels, grad_accumulation,
       max_restarts;
-  std::optional<double> lr, momentum, weight_decay;
+  std::optional<double> lr, momentum, weight_decay,
+      restart_wait_s;  // --restart-wait SECONDS
   std::optional<int64_t> seed, checkpoint_interval, collective_timeout_ms,
       bucket_cap_bytes;
   bool no_shuffle = false;

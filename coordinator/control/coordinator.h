@@ -165,6 +165,9 @@ class Coordinator {
       const v1::GetShardRequest& request);
   absl::Status ReportMetrics(const v1::ReportMetricsRequest& request);
   absl::Status CompleteTask(const v1::CompleteTaskRequest& request);
+  // The worker leaves: its running attempt fails now (as by a death) and
+  // the worker is forgotten. NOT_FOUND for an unknown worker.
+  absl::Status Deregister(const v1::DeregisterRequest& request);
   // The store and barriers of a job's current attempt.
   absl::StatusOr<std::shared_ptr<MemoryStore>> Store(const std::string& job_id,
                                                      int attempt);

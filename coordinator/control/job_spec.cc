@@ -84,6 +84,7 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
   // bucket_cap_bytes 0 stays: each rank picks by backend
   // (DefaultBucketCapBytes in worker/reducer/reducer.h).
   if (!spec->has_max_restarts()) spec->set_max_restarts(3);
+  if (!spec->has_restart_wait_ms()) spec->set_restart_wait_ms(60000);
   if (spec->snapshot_keep_last() == 0) spec->set_snapshot_keep_last(3);
   if (!spec->has_snapshot_keep_best()) spec->set_snapshot_keep_best(true);
 }
@@ -239,6 +240,11 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
     return Invalid("snapshot_keep_last",
                    absl::StrCat("must be in [1, 1000] (got ",
                                 spec.snapshot_keep_last(), ")"));
+  }
+  if (spec.restart_wait_ms() < 0 || spec.restart_wait_ms() > 86400000) {
+    return Invalid("restart_wait_ms",
+                   absl::StrCat("must be in [0, 86400000] (a day; got ",
+                                spec.restart_wait_ms(), ")"));
   }
   if (spec.max_restarts() < 0 || spec.max_restarts() > 1000) {
     return Invalid("max_restarts", absl::StrCat("must be in [0, 1000] (got ",

@@ -187,10 +187,17 @@ void Coordinator::FailAttempt(JobEntry& entry, const std::string& reason,
   failed.max_restarts = max_restarts;
   failed.available_workers = available;
   failed.min_workers = job.spec().world_size().min_workers();
-  if (RestartDecision d = DecideRestart(failed); !d.restart) {
+  failed.restart_wait_ms = job.spec().restart_wait_ms();
+  const RestartDecision d = DecideRestart(failed);
+  if (!d.restart) {
     Transition(entry, v1::JOB_STATE_FAILED, d.failure);
     return;
   }
+  // Replacements may register until then (the scheduler fails the job
+  // once it has passed with too few workers).
+  const absl::Duration wait = absl::Milliseconds(job.spec().restart_wait_ms());
+  job.set_replacement_deadline_unix_ms(
+      wait > absl::ZeroDuration() ? UnixMs(now + wait) : 0);
   job.set_restarts(job.restarts() + 1);
   entry.awaiting_release = std::move(survivors);
   entry.restart_deadline =
@@ -206,12 +213,18 @@ void Coordinator::FailAttempt(JobEntry& entry, const std::string& reason,
   job.set_master_port(0);
   Transition(
       entry, v1::JOB_STATE_PENDING,
-      absl::StrCat("attempt ", job.attempt(), " failed: ", reason, "; restart ",
-                   job.restarts(), " of ", max_restarts,
-                   job.resume_checkpoint().empty()
-                       ? ", from the start (no checkpoint committed)"
-                       : absl::StrCat(", from ", job.resume_checkpoint(),
-                                      " (step ", job.resume_step(), ")")));
+      absl::StrCat(
+          "attempt ", job.attempt(), " failed: ", reason, "; restart ",
+          job.restarts(), " of ", max_restarts,
+          job.resume_checkpoint().empty()
+              ? ", from the start (no checkpoint committed)"
+              : absl::StrCat(", from ", job.resume_checkpoint(), " (step ",
+                             job.resume_step(), ")"),
+          d.waits_for_workers
+              ? absl::StrCat("; waiting up to ", FormatSeconds(wait), " for ",
+                             failed.min_workers - failed.available_workers,
+                             " more worker(s)")
+              : ""));
 }
 
 void Coordinator::NoteLateDeath(JobEntry& entry, int attempt,

@@ -22,11 +22,13 @@ RestartDecision DecideRestart(const FailedAttempt& a) {
         a.max_restarts == 0
             ? "; restarts are off (max_restarts 0)"
             : absl::StrCat("; restart limit (", a.max_restarts, ") reached"));
-  } else if (a.available_workers < a.min_workers) {
-    d.failure = absl::StrCat(
-        a.reason, "; cannot restart: ", a.available_workers,
-        " worker(s) available, the job needs at least ", a.min_workers);
+  } else if (a.available_workers < a.min_workers && a.restart_wait_ms <= 0) {
+    d.failure =
+        absl::StrCat(a.reason, "; cannot restart: ", a.available_workers,
+                     " worker(s) available, the job needs at least ",
+                     a.min_workers, " (restart wait 0)");
   } else {
+    d.waits_for_workers = a.available_workers < a.min_workers;
     d.restart = true;
   }
   return d;

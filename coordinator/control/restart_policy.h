@@ -5,11 +5,14 @@
 // whose error is the job's own configuration (INVALID_ARGUMENT,
 // PERMISSION_DENIED: a bad path, a model that does not fit the data),
 // which no restart changes; nor past the restart limit; nor when fewer
-// workers could run the next attempt than the job's minimum. Otherwise it
-// restarts.
+// workers could run the next attempt than the job's minimum and it has no
+// restart wait (JobSpec.restart_wait_ms 0). Otherwise it
+// restarts, waiting for replacement workers when too few remain and the
+// job has a restart wait (the Coordinator fails it when the wait ends).
 // Thread safety: a pure function.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace gradsync {
@@ -24,10 +27,14 @@ struct FailedAttempt {
   // and idle ones (with a GPU, for backend nccl).
   int available_workers = 0;
   int min_workers = 1;
+  int64_t restart_wait_ms = 0;  // how long a restart may wait for workers
 };
 
 struct RestartDecision {
   bool restart = false;
+  // With restart: too few workers now, so the restart waits for
+  // replacements (up to the job's restart wait).
+  bool waits_for_workers = false;
   // Without restart: why the job fails (the reason and the rule).
   std::string failure;
 };

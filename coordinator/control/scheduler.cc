@@ -12,6 +12,7 @@
 
 namespace gradsync {
 
+using coordinator_internal::FormatSeconds;
 using coordinator_internal::UnixMs;
 
 void Coordinator::Schedule() {
@@ -59,17 +60,27 @@ void Coordinator::Schedule() {
     }
     const v1::AttemptRecord* last =
         FindAttemptRecord(entry->job, entry->job.attempt());
+    const int64_t replace_by = entry->job.replacement_deadline_unix_ms();
     if (!started && entry->job.restarts() > 0 && last != nullptr &&
-        last->ended_unix_ms() > 0 && now >= entry->restored_grace_until) {
-      // The failed attempt's workers are back or gone and too few remain:
-      // a restart does not wait for workers that may never come.
+        last->ended_unix_ms() > 0 && now >= entry->restored_grace_until &&
+        (replace_by == 0 || now >= absl::FromUnixMillis(replace_by))) {
+      // The failed attempt's workers are back or gone, too few remain and
+      // the restart wait (if any) is over: a restart does not wait for
+      // workers that may never come.
       const int min_workers = entry->job.spec().world_size().min_workers();
-      Transition(*entry, v1::JOB_STATE_FAILED,
-                 absl::StrCat(entry->restart_reason,
-                              "; cannot restart: ", usable.size(),
-                              " idle worker(s) after the failed attempt's "
-                              "workers were released, the job needs at least ",
-                              min_workers));
+      Transition(
+          *entry, v1::JOB_STATE_FAILED,
+          absl::StrCat(
+              entry->restart_reason, "; cannot restart: ", usable.size(),
+              " idle worker(s) after the failed attempt's workers were "
+              "released",
+              replace_by > 0
+                  ? absl::StrCat(" and the restart wait of ",
+                                 FormatSeconds(absl::Milliseconds(
+                                     entry->job.spec().restart_wait_ms())),
+                                 " ended")
+                  : std::string(),
+              ", the job needs at least ", min_workers));
     }
   }
 }
@@ -178,6 +189,7 @@ bool Coordinator::TryStart(JobEntry& entry, std::vector<WorkerEntry*>& idle) {
     described.push_back(
         absl::StrCat(rank, "=", w.info.worker_id(), "@", w.info.host()));
   }
+  job.set_replacement_deadline_unix_ms(0);  // replacements came
   Transition(entry, v1::JOB_STATE_RENDEZVOUS,
              absl::StrCat("attempt ", job.attempt(), ": ", world,
                           " worker(s) assigned (ranks ",

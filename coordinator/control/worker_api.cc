@@ -448,6 +448,46 @@ absl::Status Coordinator::ReportMetrics(
   return absl::OkStatus();
 }
 
+absl::Status Coordinator::Deregister(const v1::DeregisterRequest& request) {
+  if (request.reason().size() > coordinator_internal::kMaxNameBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "deregister: reason is ", request.reason().size(),
+        " bytes long, more than ", coordinator_internal::kMaxNameBytes));
+  }
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<WorkerEntry*> found = FindWorker(request.task().worker_id());
+  if (!found.ok()) return found.status();
+  WorkerEntry& w = **found;
+  absl::FPrintF(stderr, "coordinator: worker %s on %s left%s\n",
+                w.info.worker_id(), w.info.host(),
+                request.reason().empty()
+                    ? ""
+                    : absl::StrCat(" (", request.reason(), ")"));
+  if (!w.job_id.empty()) {
+    JobEntry& entry = jobs_.at(w.job_id);
+    const std::string left = absl::StrCat(
+        coordinator_internal::RankLabel(w.rank, w.info.worker_id(),
+                                        w.info.host()),
+        " left: its worker shut down",
+        request.reason().empty() ? ""
+                                 : absl::StrCat(" (", request.reason(), ")"),
+        "; last step ", w.info.step(), ", epoch ", w.info.epoch() + 1);
+    if (!coordinator_internal::AttemptOver(entry.job, w.attempt)) {
+      if (v1::AttemptRecord* a =
+              FindAttemptRecord(entry.job, entry.job.attempt())) {
+        a->set_failed_rank(w.rank);
+      }
+      FailAttempt(entry, left, w.info.worker_id());
+    } else {
+      NoteLateDeath(entry, w.attempt, left);
+    }
+    Released(w.job_id, w.info.worker_id());
+  }
+  workers_.erase(w.info.worker_id());
+  Schedule();
+  return absl::OkStatus();
+}
+
 absl::Status Coordinator::CompleteTask(const v1::CompleteTaskRequest& request) {
   absl::MutexLock lock(&mu_);
   absl::StatusOr<WorkerEntry*> found = FindWorker(request.task().worker_id());

@@ -133,6 +133,18 @@ grpc::Status WorkerServiceImpl::CompleteTask(
   return ToGrpcStatus(coordinator_->CompleteTask(*request));
 }
 
+grpc::Status WorkerServiceImpl::Deregister(grpc::ServerContext* context,
+                                           const v1::DeregisterRequest* request,
+                                           v1::DeregisterResponse*) {
+  // Identity only: the worker itself (its key), whatever it runs.
+  if (grpc::Status s =
+          Authorize(*context, request->task().worker_id(), "", 0, -1);
+      !s.ok()) {
+    return s;
+  }
+  return ToGrpcStatus(coordinator_->Deregister(*request));
+}
+
 absl::StatusOr<std::shared_ptr<MemoryStore>> WorkerServiceImpl::AttemptStore(
     const grpc::ServerContextBase& context, const v1::TaskRef& task,
     const std::vector<std::string>& keys, bool write) const {

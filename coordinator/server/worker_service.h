@@ -64,6 +64,9 @@ class WorkerServiceImpl final
   grpc::Status CompleteTask(grpc::ServerContext* context,
                             const v1::CompleteTaskRequest* request,
                             v1::CompleteTaskResponse* response) override;
+  grpc::Status Deregister(grpc::ServerContext* context,
+                          const v1::DeregisterRequest* request,
+                          v1::DeregisterResponse* response) override;
   grpc::ServerUnaryReactor* StoreSet(grpc::CallbackServerContext* context,
                                      const v1::StoreSetRequest* request,
                                      v1::StoreSetResponse* response) override;

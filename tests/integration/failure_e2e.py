@@ -12,8 +12,9 @@ Fashion-MNIST), each with its outcome, reason text and detection time:
    after the heartbeat timeout, the survivor leaves its collective within
    the collective deadline, the job restarts on the survivor and the spare
    and SUCCEEDS; after SIGCONT the stopped worker registers again, idle.
-3. SIGKILL with min_workers 2 and no spare: the job FAILS with a reason
-   naming the rank, its host and step.
+3. SIGKILL with min_workers 3 and no spare: the restart waits for a
+   replacement (--restart-wait 3), none comes, and the job FAILS with a
+   reason naming the rank, its host and step, and the wait.
 4. A checkpoint directory outside every worker's --checkpoint-root is
    refused at submit; one that a link inside the root leads out of makes
    both ranks fail (PERMISSION_DENIED), and the job FAILS without the
@@ -207,7 +208,8 @@ def stop_and_recover(cluster, subset):
 
 
 def kill_without_spare(cluster, subset):
-    job = submit(cluster, subset, "fatal", "-n", "3")
+    # The restart waits 3 s for a replacement worker; none comes.
+    job = submit(cluster, subset, "fatal", "-n", "3", "--restart-wait", "3")
     running = committed_mid_run(cluster, job["id"])
     victim = rank_worker(running, 2)
     worker_pids(cluster)[victim["worker_id"]].kill()
@@ -217,6 +219,7 @@ def kill_without_spare(cluster, subset):
     print(f"failures: SIGKILL without a spare (min 3 workers): FAILED: "
           f"{done['message']}")
     assert "cannot restart" in done["message"], done["message"]
+    assert "the restart wait of 3.0 s ended" in done["message"], done["message"]
     assert "step" in done["message"], done["message"]
 
 

@@ -127,16 +127,34 @@ absl::Status Agent::Run() {
   const absl::Time registered = absl::Now();
   while (!stop_.WaitForNotificationWithTimeout(interval_)) {
     Beat();
-    if (exit_.has_value()) return *exit_;
+    if (exit_.has_value()) {
+      Leave("its job ended");
+      return *exit_;
+    }
     if (LivesForOneJob() && lives_for_.empty() &&
         absl::Now() - registered > options_.idle_timeout) {
+      Leave("no task within --idle-timeout");
       return absl::DeadlineExceededError(
           absl::StrCat("no task was assigned within ",
                        absl::FormatDuration(options_.idle_timeout),
                        " (--idle-timeout); exiting"));
     }
   }
+  Leave("stopped");
   return absl::OkStatus();
+}
+
+void Agent::Leave(const std::string& reason) {
+  v1::DeregisterRequest request;
+  request.mutable_task()->set_worker_id(worker_id_);
+  request.set_reason(reason);
+  v1::DeregisterResponse response;
+  const absl::Status s = FromGrpcStatus(stub_->Deregister(
+      CallContext(absl::Seconds(3), worker_key_).get(), request, &response));
+  if (!s.ok() && !absl::IsNotFound(s)) {
+    AgentLog(absl::StrCat("could not deregister (", s.message(),
+                          "); the coordinator will declare this worker dead"));
+  }
 }
 
 void Agent::Beat() {

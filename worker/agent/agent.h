@@ -55,6 +55,9 @@ class Agent {
   // whether the coordinator re-adopted that task.
   absl::Status Register(const Task* resume = nullptr, bool* resumed = nullptr);
   void Beat();
+  // Tells the coordinator this worker is gone (best effort, a short
+  // deadline): its task's attempt fails now, not a heartbeat timeout later.
+  void Leave(const std::string& reason);
   void WriteHealth(const char* state);
   void StartTask(const v1::Assignment& assignment);
   bool LivesForOneJob() const {

@@ -6,6 +6,21 @@
 namespace gradsync::cli {
 namespace {
 
+TEST(FormatTest, StatusShowsTheWaitForReplacementWorkers) {
+  v1::Job job;
+  job.set_state(v1::JOB_STATE_PENDING);
+  job.mutable_spec()->mutable_world_size()->set_min_workers(3);
+  job.mutable_spec()->set_restart_wait_ms(60000);
+  job.set_replacement_deadline_unix_ms(100000);
+  EXPECT_NE(FormatJobDetail(job, 58000)
+                .find("Waiting:    for at least 3 worker(s) to restart with, "
+                      "42s more (--restart-wait 1m00s); then the job fails"),
+            std::string::npos)
+      << FormatJobDetail(job, 58000);
+  job.set_state(v1::JOB_STATE_RUNNING);
+  EXPECT_EQ(FormatJobDetail(job, 58000).find("Waiting:"), std::string::npos);
+}
+
 TEST(FormatTest, LogLinesSayWhenTheyWereLogged) {
   v1::LogEntry line;
   line.set_rank(1);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <thread>
 
 #include "tests/fakes/test_cluster.h"
@@ -11,11 +12,104 @@ namespace {
 
 class FailureOfTwoWorkersTest : public TwoWorkerTest {};
 
+// A dead rank with no spare: the restart waits (up to the job's restart
+// wait) for a replacement, as torchrun's elastic agents do; one that
+// registers in time runs the next attempt. Without one the job fails when
+// the wait ends, saying so.
+TEST(FailureTest, ARestartWaitsForAReplacementWorker) {
+  for (const bool replacement : {true, false}) {
+    TestCluster c(absl::Milliseconds(300));
+    SimWorker alive(c.workers(), "host-a");
+    auto doomed = std::make_unique<SimWorker>(c.workers(), "host-b");
+    v1::JobSpec spec = c.Spec(2);
+    spec.set_restart_wait_ms(replacement ? 30000 : 1500);
+    v1::Job job = c.Submit(spec);
+    alive.AwaitAssignment();
+    doomed->AwaitAssignment();
+    // The survivor keeps heartbeating (and drops its task when told to
+    // stop); the other goes silent and is declared dead.
+    std::atomic<bool> stop{false};
+    std::thread beats([&] {
+      while (!stop) {
+        v1::HeartbeatResponse r;
+        if (alive.Heartbeat(&r).ok() && r.action() == v1::ACTION_STOP) {
+          alive.DropTask();
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+    doomed.reset();
+    v1::Job waiting = c.WaitForState(job.id(), v1::JOB_STATE_PENDING);
+    EXPECT_GT(waiting.replacement_deadline_unix_ms(), 0);
+    EXPECT_NE(waiting.message().find("waiting up to"), std::string::npos)
+        << waiting.message();
+    if (replacement) {
+      SimWorker spare(c.workers(), "host-c");
+      spare.AwaitAssignment();
+      v1::Job restarted = c.Get(job.id());
+      EXPECT_EQ(restarted.state(), v1::JOB_STATE_RENDEZVOUS)
+          << restarted.message();
+      EXPECT_EQ(restarted.attempt(), 2);
+      EXPECT_EQ(restarted.replacement_deadline_unix_ms(), 0);
+    } else {
+      v1::Job failed = c.WaitForState(job.id(), v1::JOB_STATE_FAILED);
+      EXPECT_NE(failed.message().find("the restart wait of 1.5 s ended, the "
+                                      "job needs at least 2"),
+                std::string::npos)
+          << failed.message();
+    }
+    stop = true;
+    beats.join();
+  }
+}
+
+// Finding: a worker stopped with SIGTERM stayed listed (DEAD) for about a
+// minute and its job waited a heartbeat timeout. A worker that leaves says
+// so: its attempt fails at once, naming it, and it is forgotten.
+TEST(FailureTest, AWorkerThatLeavesFailsItsAttemptAtOnceAndIsForgotten) {
+  TestCluster c(absl::Seconds(30));  // a death would take this long
+  SimWorker stays(c.workers(), "host-a");
+  SimWorker leaves(c.workers(), "host-b");
+  v1::JobSpec spec = c.Spec(2);
+  spec.set_restart_wait_ms(0);
+  v1::Job job = c.Submit(spec);
+  stays.AwaitAssignment();
+  leaves.AwaitAssignment();
+  v1::DeregisterRequest request;
+  request.mutable_task()->set_worker_id(leaves.id());
+  request.set_reason("stopped");
+  v1::DeregisterResponse response;
+  // Only the worker itself (its key) may.
+  EXPECT_EQ(c.workers()
+                .Deregister(stays.Context().get(), request, &response)
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  ASSERT_TRUE(
+      c.workers().Deregister(leaves.Context().get(), request, &response).ok());
+  v1::Job failed = c.Get(job.id());
+  EXPECT_EQ(failed.state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(failed.message().find("(worker " + leaves.id() +
+                                  " on host host-b) left: its worker shut "
+                                  "down (stopped)"),
+            std::string::npos)
+      << failed.message();
+  v1::HeartbeatResponse r;
+  EXPECT_EQ(leaves.Heartbeat(&r).error_code(), grpc::StatusCode::NOT_FOUND);
+  v1::ListWorkersResponse listed;
+  ASSERT_TRUE(c.jobs()
+                  .ListWorkers(Ctx().get(), v1::ListWorkersRequest(), &listed)
+                  .ok());
+  ASSERT_EQ(listed.workers_size(), 1);
+  EXPECT_EQ(listed.workers(0).worker_id(), stays.id());
+}
+
 TEST(FailureTest, SilentWorkerIsDeclaredDeadAndItsJobFails) {
   TestCluster c(absl::Milliseconds(300));
   SimWorker alive(c.workers(), "host-a");
   SimWorker doomed(c.workers(), "host-b");
-  v1::Job job = c.Submit(c.Spec(2));
+  v1::JobSpec spec = c.Spec(2);
+  spec.set_restart_wait_ms(0);  // no wait for a replacement
+  v1::Job job = c.Submit(spec);
   v1::Assignment a0 = alive.AwaitAssignment();
   v1::Assignment a1 = doomed.AwaitAssignment();
   const int dead_rank = a1.rank();
@@ -39,7 +133,8 @@ TEST(FailureTest, SilentWorkerIsDeclaredDeadAndItsJobFails) {
   EXPECT_NE(failed.message().find("host-b"), std::string::npos);
   EXPECT_NE(failed.message().find("last step"), std::string::npos);
   // No spare worker: the survivor alone is below min_workers (2).
-  EXPECT_NE(failed.message().find("cannot restart: 1 worker(s) available"),
+  EXPECT_NE(failed.message().find("cannot restart: 1 worker(s) available, "
+                                  "the job needs at least 2 (restart wait 0)"),
             std::string::npos)
       << failed.message();
 

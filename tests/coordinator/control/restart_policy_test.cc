@@ -69,14 +69,23 @@ TEST(RestartPolicyTest, TheLimitAndOffAreNamed) {
             "rank 1 failed; restarts are off (max_restarts 0)");
 }
 
-TEST(RestartPolicyTest, TooFewWorkersFailsNamingBothCounts) {
+TEST(RestartPolicyTest, TooFewWorkersWaitForReplacementsOrFailWithoutAWait) {
   FailedAttempt a = Restartable();
   a.available_workers = 1;
+  a.restart_wait_ms = 60000;
   RestartDecision d = DecideRestart(a);
+  EXPECT_TRUE(d.restart);
+  EXPECT_TRUE(d.waits_for_workers);
+  a.available_workers = 2;
+  EXPECT_FALSE(DecideRestart(a).waits_for_workers);
+  // Without a wait (today's rule before the wait existed): fail at once.
+  a.available_workers = 1;
+  a.restart_wait_ms = 0;
+  d = DecideRestart(a);
   EXPECT_FALSE(d.restart);
   EXPECT_EQ(d.failure,
             "rank 1 failed; cannot restart: 1 worker(s) available, the job "
-            "needs at least 2");
+            "needs at least 2 (restart wait 0)");
 }
 
 }  // namespace
