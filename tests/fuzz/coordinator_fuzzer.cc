@@ -312,6 +312,13 @@ void Run(World& w, uint8_t selector, const uint8_t* data, size_t size) {
       if (Parse(data, size, &r)) (void)c.DeleteJob(r.job_id());
       break;
     }
+    case 17: {
+      v1::DeregisterRequest r;
+      if (!Parse(data, size, &r)) break;
+      authorize(r.task().worker_id(), "", 0, -1);
+      (void)c.Deregister(r);
+      break;
+    }
     default:
       break;
   }
@@ -614,6 +621,21 @@ void RunService(World& w, uint8_t selector, const uint8_t* data, size_t size) {
       if (Succeeded(status, creds, call) && (r.has_set() || r.has_add())) {
         RequireMay(may, "StoreSession", *task, task->rank());
         CheckKeyOwner(r.has_set() ? r.set().key() : r.add().key(), *task);
+      }
+      break;
+    }
+    case 19: {
+      // A worker leaving: only with its own key.
+      v1::DeregisterRequest r;
+      v1::DeregisterResponse out;
+      if (!Parse(data, size, &r)) break;
+      Resolve(w, r.mutable_task());
+      with_key(r.task().worker_id());
+      const bool own = creds && w.keys.count(r.task().worker_id()) > 0;
+      if (Succeeded(w.workers->Deregister(&ctx, &r, &out), creds, call) &&
+          !own) {
+        Violation(absl::StrCat("Deregister succeeded for worker '",
+                               r.task().worker_id(), "' without its key"));
       }
       break;
     }
