@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "coordinator/cli/curve_plot.h"
 #include "coordinator/cli/file_output.h"
+#include "coordinator/cli/flag_fields.h"
 #include "coordinator/cli/format.h"
 #include "coordinator/cli/watch_view.h"
 #include "coordinator/client/channel.h"
@@ -72,7 +73,17 @@ int Cli::Submit(const JobFlags& flags, bool then_watch, bool quiet) {
   grpc::ClientContext context;
   SetDeadline(&context);
   grpc::Status s = stub_->SubmitJob(&context, request, &job);
-  if (!s.ok()) return Fail(s);
+  if (!s.ok()) {
+    // Name the flag the user types for the field the coordinator names.
+    const std::string flag = FlagOfError(s.error_message());
+    if (!flag.empty() &&
+        (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+         s.error_code() == grpc::StatusCode::FAILED_PRECONDITION)) {
+      s = grpc::Status(s.error_code(),
+                       absl::StrCat(s.error_message(), " (", flag, ")"));
+    }
+    return Fail(s);
+  }
   if (options_.json) {
     out_ << ToJson(job) << "\n";
   } else if (quiet) {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "coordinator/cli/flag_fields.h"
 
 namespace gradsync::cli {
 namespace {
@@ -37,21 +38,16 @@ std::string Normalized(absl::string_view key) {
   return out;
 }
 
-// Keys spelled as `gradsync submit`'s flags, and the fields they set.
-const std::map<std::string, std::string>& FlagFields() {
-  static const auto* fields = new std::map<std::string, std::string>{
-      {"workers", "world_size.max_workers (and world_size.min_workers)"},
-      {"n", "world_size.max_workers (and world_size.min_workers)"},
-      {"lr", "optimizer.learning_rate"},
-      {"checkpoint_dir", "checkpoint.directory"},
-      {"checkpoint_interval", "checkpoint.interval_steps"},
-      {"resume_snapshot", "checkpoint.resume_snapshot_job"},
-      {"grad_accumulation", "grad_accumulation_steps"},
-      {"compression", "gradient_compression"},
-      {"prefetch", "prefetch_depth"},
-      {"no_shuffle", "shuffle (false)"},
-  };
-  return *fields;
+// The field a key spelled as one of `gradsync submit`'s flags sets
+// ("checkpoint-dir" -> checkpoint.directory), or "".
+std::string FieldOfFlag(const std::string& key) {
+  if (key == "workers" || key == "n") {
+    return "world_size.max_workers (and world_size.min_workers)";
+  }
+  for (const FlagField& f : SubmitFlagFields()) {
+    if (Normalized(absl::StripPrefix(f.flag, "--")) == key) return f.field;
+  }
+  return "";
 }
 
 // Every field of JobSpec as "parent.child" (one level of nesting is all
@@ -92,9 +88,7 @@ size_t Distance(absl::string_view a, absl::string_view b) {
 // What an unknown key probably meant, or "".
 std::string UnknownKeyHint(absl::string_view key) {
   const std::string k = Normalized(key);
-  if (auto it = FlagFields().find(k); it != FlagFields().end()) {
-    return it->second;
-  }
+  if (std::string field = FieldOfFlag(k); !field.empty()) return field;
   const std::multimap<std::string, std::string> fields = FieldsByName();
   std::vector<std::string> named;
   for (auto [it, end] = fields.equal_range(k); it != end; ++it) {

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "gradsync/v1/job.pb.h"
@@ -30,9 +31,10 @@ struct JobFlags {
 };
 
 // INVALID_ARGUMENT for an unreadable or malformed file, an unknown
-// optimizer/backend name or a malformed --resume-snapshot. Relative dataset and
-// checkpoint paths are made absolute against the current directory; a
-// "synthetic:<preset>" data set is a name and stays as it is.
+// optimizer/backend name or a malformed --resume-snapshot. A relative
+// dataset path is made absolute against the current directory (a
+// "synthetic:<preset>" data set is a name and stays as it is); relative
+// checkpoint paths stay relative (each worker's --checkpoint-root).
 absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& flags);
 
 }  // namespace gradsync::cli

@@ -185,6 +185,8 @@ TEST_F(CliTest, CheckpointPathsEveryWorkerWouldRefuseAreRefusedAtSubmit) {
                        "checkpoint root (/srv/ckpt)"),
             std::string::npos)
       << r.err;
+  // ... and the flag the user typed for it.
+  EXPECT_NE(r.err.find("(--checkpoint-dir)\n"), std::string::npos) << r.err;
   f.checkpoint_dir = "../ckpt";
   r = Run([&](cli::Cli& c) { return c.Submit(f, false); });
   EXPECT_NE(r.err.find("INVALID_ARGUMENT: checkpoint.directory ../ckpt climbs "
