@@ -194,7 +194,9 @@ CommandLine::CommandLine()
   CLI::App* plot = app_.add_subcommand(
       "plot", "draw a job's loss, samples/s and accuracy curves");
   plot->add_option("job", job_id, "job id")->required();
-  plot->add_option("-o,--output", plot_out, "FILE.png or FILE.csv")->required();
+  plot->add_option("-o,--output", plot_out,
+                   "FILE.png, FILE.csv, or - (CSV on standard output); "
+                   "without it, --json prints the points");
   CLI::App* logs = app_.add_subcommand(
       "logs", "print the log lines of a job's ranks (every attempt)");
   logs->add_option("job", job_id, "job id")->required();

@@ -361,9 +361,17 @@ int Cli::ModelPull(const std::string& job_id, int64_t step, bool has_step,
 
 int Cli::Plot(const std::string& job_id, const std::string& out_file) {
   const bool png = absl::EndsWith(out_file, ".png");
-  if (!png && !absl::EndsWith(out_file, ".csv")) {
-    err_ << "gradsync: plot writes a .png or a .csv file (got -o " << out_file
-         << ")\n";
+  const bool to_stdout = out_file == "-";
+  if (out_file.empty() && !options_.json) {
+    err_ << "gradsync: plot needs -o FILE.png, -o FILE.csv or -o - (CSV on "
+            "standard output), or --json\n";
+    return 2;
+  }
+  if (!out_file.empty() && !png && !to_stdout &&
+      !absl::EndsWith(out_file, ".csv")) {
+    err_ << "gradsync: plot writes a .png or a .csv file, or - for CSV on "
+            "standard output (got -o "
+         << out_file << ")\n";
     return 2;
   }
   v1::Job job;
@@ -376,6 +384,14 @@ int Cli::Plot(const std::string& job_id, const std::string& out_file) {
   if (grpc::Status s = stub_->GetJobCurves(&context, request, &curves);
       !s.ok()) {
     return Fail(s);
+  }
+  if (to_stdout) {
+    out_ << CurvesCsv(curves);
+    return 0;
+  }
+  if (out_file.empty()) {  // --json alone
+    out_ << ToJson(curves) << "\n";
+    return 0;
   }
   std::string data;
   if (png) {

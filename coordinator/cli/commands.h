@@ -54,9 +54,10 @@ class Cli {
   // form weights-only loaders open (foundation/torch_file).
   int ModelPull(const std::string& job_id, int64_t step, bool has_step,
                 const std::string& out_file, bool state_dict = false);
-  // `gradsync plot JOB -o FILE`: the job's loss, samples/s and accuracy
-  // against step, as a PNG (FILE ends in .png) or CSV (.csv); with --json
-  // the curves are printed too.
+  // `gradsync plot JOB [-o FILE]`: the job's loss, samples/s and accuracy
+  // against step, as a PNG (FILE ends in .png), CSV (.csv) or CSV on
+  // standard output (-); with --json the curves are printed too, and
+  // --json without -o prints only them.
   int Plot(const std::string& job_id, const std::string& out_file);
   // `gradsync logs JOB [--rank R] [-f]`: the log lines the job's ranks
   // shipped, oldest first; with `follow`, new lines as they come until the

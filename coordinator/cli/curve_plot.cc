@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -37,6 +39,18 @@ std::string CurvesCsv(const v1::JobCurves& curves) {
                     absl::StrFormat("%.6g", e.accuracy()), "\n");
   }
   return out;
+}
+
+std::pair<double, double> AccuracyAxis(double lo, double hi) {
+  constexpr double kMinSpan = 10;  // percentage points
+  if (hi - lo < kMinSpan) {
+    const double mid = (lo + hi) / 2;
+    lo = mid - kMinSpan / 2;
+    hi = mid + kMinSpan / 2;
+    if (lo < 0) hi -= lo, lo = 0;
+    if (hi > 100) lo -= hi - 100, hi = 100;
+  }
+  return {std::max(lo, 0.0), std::min(hi, 100.0)};
 }
 
 #ifndef GRADSYNC_CLI_PNG
@@ -82,12 +96,15 @@ std::string TickLabel(double v, double step) {
 const cv::Scalar kInk(40, 40, 40), kGrid(225, 225, 225);
 
 // One panel: axes with round ticks, grid, the series as a line (and dots
-// when `dots`), the name at its top left.
+// when `dots`), the name above its top left (never on the line). The y
+// axis spans [y_lo, y_hi] of the data, or `y_range` when given.
 void DrawPanel(cv::Mat& img, const cv::Rect& r, const std::string& name,
                const Series& s, double x_lo, double x_hi, cv::Scalar color,
-               bool dots, bool y_from_zero) {
+               bool dots, bool y_from_zero,
+               std::optional<std::pair<double, double> > y_range = {}) {
   double y_lo = *std::min_element(s.y.begin(), s.y.end());
   double y_hi = *std::max_element(s.y.begin(), s.y.end());
+  if (y_range) std::tie(y_lo, y_hi) = *y_range;
   if (y_from_zero) y_lo = std::min(0.0, y_lo);
   if (y_hi - y_lo < 1e-12) {
     y_hi += 0.5;
@@ -132,7 +149,7 @@ void DrawPanel(cv::Mat& img, const cv::Rect& r, const std::string& name,
       cv::circle(img, p, 4, color, cv::FILLED, cv::LINE_AA);
     }
   }
-  cv::putText(img, name, {r.x + 8, r.y + 20}, font, 0.55, kInk, 1, cv::LINE_AA);
+  cv::putText(img, name, {r.x, r.y - 7}, font, 0.5, kInk, 1, cv::LINE_AA);
 }
 
 }  // namespace
@@ -176,8 +193,11 @@ absl::StatusOr<std::string> CurvesPng(const v1::JobCurves& curves,
   DrawPanel(img, panel(1), "samples/s (all ranks)", speed, x_lo, x_hi,
             cv::Scalar(14, 127, 255), false, true);
   if (!accuracy.x.empty()) {
-    DrawPanel(img, panel(2), "evaluation accuracy, % (end of each epoch)",
-              accuracy, x_lo, x_hi, cv::Scalar(44, 160, 44), true, false);
+    DrawPanel(
+        img, panel(2), "evaluation accuracy, % (end of each epoch)", accuracy,
+        x_lo, x_hi, cv::Scalar(44, 160, 44), true, false,
+        AccuracyAxis(*std::min_element(accuracy.y.begin(), accuracy.y.end()),
+                     *std::max_element(accuracy.y.begin(), accuracy.y.end())));
   }
   cv::putText(img, "global step", {width / 2 - 40, height - 6},
               cv::FONT_HERSHEY_SIMPLEX, 0.45, kInk, 1, cv::LINE_AA);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "gradsync/v1/metrics.pb.h"
@@ -28,5 +29,9 @@ std::string CurvesCsv(const v1::JobCurves& curves);
 // The step at which `epoch` ended on the curve (its last point of that
 // epoch), or -1.
 int64_t EpochEndStep(const v1::JobCurves& curves, int epoch);
+
+// The accuracy panel's y range (percent) for data in [lo, hi]: at least 10
+// points wide and within [0, 100], so that 0.2 points does not look large.
+std::pair<double, double> AccuracyAxis(double lo, double hi);
 
 }  // namespace gradsync::cli

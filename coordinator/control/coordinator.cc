@@ -129,8 +129,26 @@ v1::Job Coordinator::Snapshot(const JobEntry& entry) const {
   return job;
 }
 
-void Coordinator::Persist(const JobEntry& entry) {
-  if (persister_ != nullptr) persister_->Save(entry.job);
+void Coordinator::Persist(JobEntry& entry) {
+  if (persister_ == nullptr) return;
+  persister_->Save(entry.job);
+  // The curve and log are larger than the record: written at most every
+  // kTrailEvery while the job runs, and whenever it is terminal (so that
+  // its final curve and log survive a restart).
+  constexpr absl::Duration kTrailEvery = absl::Seconds(30);
+  constexpr size_t kTrailLogLines = 1000;
+  const absl::Time now = absl::Now();
+  if (!IsTerminal(entry.job.state()) &&
+      now - entry.trail_persisted < kTrailEvery) {
+    return;
+  }
+  entry.trail_persisted = now;
+  v1::JobTrail trail;
+  const v1::JobCurves curves = entry.metrics.Curves();
+  *trail.mutable_train() = curves.train();
+  trail.set_stride(curves.stride());
+  entry.logs.SaveTo(kTrailLogLines, &trail);
+  persister_->SaveTrail(entry.job.id(), std::move(trail));
 }
 
 void Coordinator::OnPersisted(const std::string& job_id,

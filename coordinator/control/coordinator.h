@@ -206,6 +206,9 @@ class Coordinator {
     std::set<std::string> awaiting_reconnect;
     absl::Time reconnect_deadline = absl::InfiniteFuture();
     absl::Time metrics_persisted = absl::InfinitePast();
+    // When its trail (curve, newest log lines) was last handed to the
+    // persister: at most every kTrailEvery while it runs, and when it ends.
+    absl::Time trail_persisted = absl::InfinitePast();
     // When it became terminal (finished_'s key), for retention.
     int64_t finished_unix_ms = 0;
     // The last failed write of its record (Job.persist_error); in memory.
@@ -287,7 +290,8 @@ class Coordinator {
   v1::Assignment MakeAssignment(const JobEntry& entry, int rank) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues the record for the persister (written outside the lock).
-  void Persist(const JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Saves the job's record and, when due, its trail (JobTrail).
+  void Persist(JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The persister's report on a job's write: sets or clears the job's
   // persist_error and publishes the change as an event.
   void OnPersisted(const std::string& job_id, const absl::Status& status)

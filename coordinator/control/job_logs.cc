@@ -61,4 +61,48 @@ JobLogs::Page JobLogs::Read(std::optional<int> rank, int64_t after_seq,
   return page;
 }
 
+void JobLogs::SaveTo(size_t max_lines, v1::JobTrail* trail) const {
+  const Page page = Read(std::nullopt, 0, max_lines);
+  std::map<int, int64_t> dropped = dropped_;
+  // Lines kept here but left out of the trail count as dropped there.
+  std::map<int, int64_t> kept;
+  for (const v1::LogEntry& e : page.lines) ++kept[e.rank()];
+  for (const auto& [rank, lines] : ranks_) {
+    dropped[rank] += static_cast<int64_t>(lines.size()) - kept[rank];
+  }
+  for (const v1::LogEntry& e : page.lines) *trail->add_logs() = e;
+  for (const auto& [rank, n] : dropped) {
+    if (n > 0) (*trail->mutable_logs_dropped())[rank] = n;
+  }
+  trail->set_next_log_seq(next_seq_);
+}
+
+void JobLogs::LoadFrom(const v1::JobTrail& trail) {
+  ranks_.clear();
+  total_ = 0;
+  dropped_.clear();
+  for (const auto& [rank, n] : trail.logs_dropped()) dropped_[rank] = n;
+  next_seq_ = std::max<int64_t>(trail.next_log_seq(), 1);
+  for (const v1::LogEntry& e : trail.logs()) {
+    if (e.seq() >= next_seq_) next_seq_ = e.seq() + 1;
+    std::deque<v1::LogEntry>& kept = ranks_[e.rank()];
+    kept.push_back(e);
+    kept.back().mutable_text()->resize(
+        std::min(kept.back().text().size(), kMaxLineBytes));
+    ++total_;
+    if (kept.size() > kMaxLinesPerRank) DropOldest(e.rank());
+  }
+  while (total_ > kMaxLines) {
+    auto oldest = ranks_.end();
+    for (auto it = ranks_.begin(); it != ranks_.end(); ++it) {
+      if (!it->second.empty() &&
+          (oldest == ranks_.end() ||
+           it->second.front().seq() < oldest->second.front().seq())) {
+        oldest = it;
+      }
+    }
+    DropOldest(oldest->first);
+  }
+}
+
 }  // namespace gradsync

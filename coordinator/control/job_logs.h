@@ -39,6 +39,12 @@ class JobLogs {
   // `max_lines` of them (0 = all).
   Page Read(std::optional<int> rank, int64_t after_seq, size_t max_lines) const;
 
+  // The newest `max_lines` lines, the per-rank counts of lines not kept
+  // and the next seq, into `trail` (what survives a coordinator restart).
+  void SaveTo(size_t max_lines, v1::JobTrail* trail) const;
+  // Replaces the contents with what SaveTo wrote (bounds applied).
+  void LoadFrom(const v1::JobTrail& trail);
+
  private:
   // Drops the oldest line of `rank`.
   void DropOldest(int rank);

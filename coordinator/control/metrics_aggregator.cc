@@ -98,4 +98,8 @@ v1::JobMetrics MetricsAggregator::Summary() const {
   return out;
 }
 
+void MetricsAggregator::RestoreCurve(const v1::JobTrail& trail) {
+  curve_.Restore({trail.train().begin(), trail.train().end()}, trail.stride());
+}
+
 }  // namespace gradsync

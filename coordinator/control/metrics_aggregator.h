@@ -29,6 +29,8 @@ class MetricsAggregator {
   v1::JobMetrics Summary() const;
   // The training curve and every evaluation (job_id left empty).
   v1::JobCurves Curves() const;
+  // The training curve saved from Curves() (a coordinator restart).
+  void RestoreCurve(const v1::JobTrail& trail);
   // Whether any step was added since construction or ResetSteps().
   bool has_steps() const { return !ranks_.empty(); }
 

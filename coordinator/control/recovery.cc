@@ -25,6 +25,9 @@ absl::Status Coordinator::Restore() {
   absl::StatusOr<std::map<std::string, std::string>> keys =
       job_store_->LoadWorkerKeys();
   if (!keys.ok()) return keys.status();
+  absl::StatusOr<std::map<std::string, v1::JobTrail>> trails =
+      job_store_->LoadTrails();
+  if (!trails.ok()) return trails.status();
   absl::MutexLock lock(&mu_);
   restored_keys_ = std::move(*keys);
   const absl::Time now = absl::Now();
@@ -45,6 +48,10 @@ absl::Status Coordinator::Restore() {
     Index(entry);
     for (const v1::EvalMetrics& e : entry.job.metrics().eval()) {
       entry.metrics.AddEval(e);
+    }
+    if (auto trail = trails->find(entry.job.id()); trail != trails->end()) {
+      entry.metrics.RestoreCurve(trail->second);
+      entry.logs.LoadFrom(trail->second);
     }
     v1::Job& j = entry.job;
     // A restart that was waiting for workers (or a job the coordinator

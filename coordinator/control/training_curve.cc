@@ -27,4 +27,13 @@ void TrainingCurve::Add(const v1::StepMetrics& step,
   }
 }
 
+void TrainingCurve::Restore(std::vector<v1::CurvePoint> points,
+                            int64_t stride) {
+  if (points.size() > kMaxPoints) {
+    points.erase(points.begin(), points.end() - kMaxPoints);
+  }
+  points_ = std::move(points);
+  stride_ = std::max<int64_t>(stride, 1);
+}
+
 }  // namespace gradsync

@@ -26,6 +26,9 @@ class TrainingCurve {
 
   const std::vector<v1::CurvePoint>& points() const { return points_; }
   int64_t stride() const { return stride_; }
+  // Replaces the curve with one saved from points() and stride() (a
+  // coordinator restart); the newest kMaxPoints points are kept.
+  void Restore(std::vector<v1::CurvePoint> points, int64_t stride);
 
  private:
   std::vector<v1::CurvePoint> points_;

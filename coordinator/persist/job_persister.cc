@@ -28,9 +28,16 @@ void JobPersister::Save(const v1::Job& job) {
   jobs_[job.id()] = job;
 }
 
+void JobPersister::SaveTrail(const std::string& job_id, v1::JobTrail trail) {
+  absl::MutexLock lock(&mu_);
+  if (!stopping_) trails_[job_id] = std::move(trail);
+}
+
 void JobPersister::Delete(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
-  if (!stopping_) jobs_[job_id] = std::nullopt;
+  if (stopping_) return;
+  jobs_[job_id] = std::nullopt;
+  trails_.erase(job_id);
 }
 
 void JobPersister::SaveWorkerKey(const std::string& worker_id,
@@ -71,18 +78,21 @@ void JobPersister::Loop() {
   while (true) {
     std::map<std::string, std::optional<v1::Job>> jobs;
     std::map<std::string, std::string> keys;
+    std::map<std::string, v1::JobTrail> trails;
     {
       absl::MutexLock lock(&mu_);
       auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !jobs_.empty() || !keys_.empty();
+        return stopping_ || !jobs_.empty() || !keys_.empty() ||
+               !trails_.empty();
       };
       mu_.Await(absl::Condition(&work));
       if (stopping_) return;
       jobs.swap(jobs_);
       keys.swap(keys_);
-      in_flight_ = jobs.size() + keys.size();
+      trails.swap(trails_);
+      in_flight_ = jobs.size() + keys.size() + trails.size();
     }
-    if (WriteBatch(std::move(jobs), std::move(keys))) {
+    if (WriteBatch(std::move(jobs), std::move(keys), std::move(trails))) {
       backoff = first_retry_;
       continue;
     }
@@ -97,7 +107,8 @@ void JobPersister::Loop() {
 
 bool JobPersister::WriteBatch(
     std::map<std::string, std::optional<v1::Job>> jobs,
-    std::map<std::string, std::string> keys) {
+    std::map<std::string, std::string> keys,
+    std::map<std::string, v1::JobTrail> trails) {
   bool all_ok = true;
   // Keys first: a saved assignment is only useful with its worker's key.
   for (auto& [worker_id, key] : keys) {
@@ -133,6 +144,19 @@ bool JobPersister::WriteBatch(
       absl::FPrintF(stderr, "coordinator: job %s persisted again\n", job_id);
       if (listener_) listener_(job_id, s);
     }
+  }
+  // Trails after their records (a trail without a record is never loaded).
+  for (auto& [job_id, trail] : trails) {
+    const absl::Status s = store_->SaveTrail(job_id, trail);
+    absl::MutexLock lock(&mu_);
+    --in_flight_;
+    if (s.ok()) continue;
+    all_ok = false;
+    trails_.emplace(job_id, std::move(trail));  // unless a newer one came
+    absl::FPrintF(stderr,
+                  "coordinator: cannot persist job %s's curve and log: %s; "
+                  "retrying\n",
+                  job_id, s.ToString());
   }
   return all_ok;
 }

@@ -26,6 +26,7 @@
 #include "absl/time/time.h"
 #include "coordinator/persist/job_store.h"
 #include "gradsync/v1/job.pb.h"
+#include "gradsync/v1/metrics.pb.h"
 
 namespace gradsync {
 
@@ -45,6 +46,10 @@ class JobPersister {
   JobPersister& operator=(const JobPersister&) = delete;
 
   void Save(const v1::Job& job);
+  // The job's curve and newest log lines (coalesced like records; written
+  // after its record).
+  void SaveTrail(const std::string& job_id, v1::JobTrail trail);
+  // Also drops a pending trail.
   void Delete(const std::string& job_id);
   void SaveWorkerKey(const std::string& worker_id, const std::string& key);
 
@@ -59,9 +64,10 @@ class JobPersister {
   void Loop();
   // Writes one batch outside the lock; puts failures back.
   bool WriteBatch(std::map<std::string, std::optional<v1::Job>> jobs,
-                  std::map<std::string, std::string> keys);
+                  std::map<std::string, std::string> keys,
+                  std::map<std::string, v1::JobTrail> trails);
   size_t PendingLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return jobs_.size() + keys_.size() + in_flight_;
+    return jobs_.size() + keys_.size() + trails_.size() + in_flight_;
   }
 
   JobStore* const store_;
@@ -73,6 +79,7 @@ class JobPersister {
   // nullopt = delete.
   std::map<std::string, std::optional<v1::Job>> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> keys_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, v1::JobTrail> trails_ ABSL_GUARDED_BY(mu_);
   size_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // writes being made now
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;

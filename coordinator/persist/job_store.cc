@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <system_error>
 
@@ -28,6 +29,10 @@ CREATE TABLE IF NOT EXISTS transitions (
   reason TEXT NOT NULL,
   time_unix_ms INTEGER NOT NULL,
   PRIMARY KEY (job_id, seq)
+);
+CREATE TABLE IF NOT EXISTS trails (
+  job_id TEXT PRIMARY KEY,
+  record BLOB NOT NULL            -- serialized gradsync.v1.JobTrail
 );
 CREATE TABLE IF NOT EXISTS worker_keys (
   worker_id TEXT PRIMARY KEY,
@@ -170,7 +175,8 @@ absl::Status SqliteJobStore::Delete(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   return InTransaction([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const char* sql : {"DELETE FROM jobs WHERE id = ?;",
-                            "DELETE FROM transitions WHERE job_id = ?;"}) {
+                            "DELETE FROM transitions WHERE job_id = ?;",
+                            "DELETE FROM trails WHERE job_id = ?;"}) {
       Statement st(db_, sql);
       if (!st.ok()) return SqliteError(db_, "prepare delete");
       BindText(st.get(), 1, job_id);
@@ -180,6 +186,51 @@ absl::Status SqliteJobStore::Delete(const std::string& job_id) {
     }
     return absl::OkStatus();
   });
+}
+
+absl::Status SqliteJobStore::SaveTrail(const std::string& job_id,
+                                       const v1::JobTrail& trail) {
+  std::string blob;
+  if (!trail.SerializeToString(&blob)) {
+    return absl::InternalError("cannot serialize the trail of job " + job_id);
+  }
+  absl::MutexLock lock(&mu_);
+  Statement st(db_,
+               "INSERT OR REPLACE INTO trails (job_id, record) VALUES (?, ?);");
+  if (!st.ok()) return SqliteError(db_, "prepare trail");
+  BindText(st.get(), 1, job_id);
+  sqlite3_bind_blob(st.get(), 2, blob.data(), static_cast<int>(blob.size()),
+                    SQLITE_TRANSIENT);
+  if (sqlite3_step(st.get()) != SQLITE_DONE) {
+    return SqliteError(db_, "save the trail of job " + job_id);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, v1::JobTrail>>
+SqliteJobStore::LoadTrails() {
+  absl::MutexLock lock(&mu_);
+  Statement st(db_, "SELECT job_id, record FROM trails;");
+  if (!st.ok()) return SqliteError(db_, "prepare trails");
+  std::map<std::string, v1::JobTrail> trails;
+  int rc;
+  while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
+    const std::string job_id =
+        reinterpret_cast<const char*>(sqlite3_column_text(st.get(), 0));
+    v1::JobTrail trail;
+    // A damaged trail costs the job its curve and log, not its record.
+    if (!trail.ParseFromArray(sqlite3_column_blob(st.get(), 1),
+                              sqlite3_column_bytes(st.get(), 1))) {
+      std::fprintf(stderr,
+                   "coordinator: the stored curve and log of job %s are "
+                   "corrupt; dropped\n",
+                   job_id.c_str());
+      continue;
+    }
+    trails[job_id] = std::move(trail);
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, "load trails");
+  return trails;
 }
 
 absl::StatusOr<std::vector<v1::Job>> SqliteJobStore::LoadAll() {

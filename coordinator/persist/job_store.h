@@ -1,7 +1,8 @@
 // JobStore: durable job records. SqliteJobStore keeps them in
-// <state_dir>/gradsync.db (tables `jobs`, `transitions` and `worker_keys`),
-// so a restarted coordinator still lists past jobs, their transitions and
-// final metrics, and re-adopts the workers of running jobs.
+// <state_dir>/gradsync.db (tables `jobs`, `transitions`, `trails` and
+// `worker_keys`), so a restarted coordinator still lists past jobs, their
+// transitions and final metrics, plots their curves and shows their newest
+// log lines, and re-adopts the workers of running jobs.
 //
 // SqliteJobStore is thread-safe (one connection behind a mutex).
 #pragma once
@@ -17,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "gradsync/v1/job.pb.h"
+#include "gradsync/v1/metrics.pb.h"
 
 struct sqlite3;
 
@@ -29,8 +31,13 @@ class JobStore {
   // stored. All or nothing: a failed save leaves the store as it was and
   // the next save works.
   virtual absl::Status Save(const v1::Job& job) = 0;
-  // Removes a job's record and transitions (OK if there are none).
+  // Removes a job's record, transitions and trail (OK if there are none).
   virtual absl::Status Delete(const std::string& job_id) = 0;
+  // Replaces the job's trail (its curve and newest log lines).
+  virtual absl::Status SaveTrail(const std::string& job_id,
+                                 const v1::JobTrail& trail) = 0;
+  // Every stored trail, by job id.
+  virtual absl::StatusOr<std::map<std::string, v1::JobTrail>> LoadTrails() = 0;
   // Every stored job, oldest first.
   virtual absl::StatusOr<std::vector<v1::Job>> LoadAll() = 0;
   // The keys of workers assigned to jobs, so that after a restart the
@@ -57,6 +64,9 @@ class SqliteJobStore : public JobStore {
 
   absl::Status Save(const v1::Job& job) override;
   absl::Status Delete(const std::string& job_id) override;
+  absl::Status SaveTrail(const std::string& job_id,
+                         const v1::JobTrail& trail) override;
+  absl::StatusOr<std::map<std::string, v1::JobTrail>> LoadTrails() override;
   absl::StatusOr<std::vector<v1::Job>> LoadAll() override;
   absl::Status SaveWorkerKey(const std::string& worker_id,
                              const std::string& key) override;

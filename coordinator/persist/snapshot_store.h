@@ -43,7 +43,7 @@ namespace gradsync {
 struct SnapshotInfo {
   std::string job_id;
   int64_t step = 0;
-  int32_t epoch = 0;        // where a resume starts (SnapshotMeta)
+  int32_t epoch = 0;  // where a resume starts (SnapshotMeta)
   int64_t epoch_batch = 0;
   double accuracy = -1;  // evaluation accuracy at the snapshot; -1 = none
   int64_t size = 0;      // bytes

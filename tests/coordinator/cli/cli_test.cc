@@ -248,6 +248,16 @@ TEST_F(CliTest, PlotWritesTheReportedCurve) {
                    std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("\ntrain,3,1,0.333333,50,\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\neval,3,1,0,,0.75\n"), std::string::npos) << text;
+  // CSV on standard output, and the points alone with --json.
+  r = Run([&](cli::Cli& c) { return c.Plot("job-000001", "-"); });
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("kind,step,epoch,", 0), 0u) << r.out;
+  r = Run([&](cli::Cli& c) { return c.Plot("job-000001", ""); }, true);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"train\""), std::string::npos) << r.out;
+  r = Run([&](cli::Cli& c) { return c.Plot("job-000001", ""); });
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("or --json"), std::string::npos) << r.err;
   r = Run([&](cli::Cli& c) { return c.Plot("job-000001", dir + "/c.png"); });
   ASSERT_EQ(r.code, 0) << r.err;
   std::ifstream png(dir + "/c.png", std::ios::binary);

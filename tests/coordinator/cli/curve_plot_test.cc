@@ -79,6 +79,17 @@ TEST(CurvePlotTest, PngHasAPanelPerCurveWithItsLine) {
   EXPECT_EQ(img.rows, 50 + 2 * 265 + 10);
 }
 
+// Finding: accuracies of 88.6% and 88.8% filled the whole panel, so 0.2
+// points looked like a large gain.
+TEST(CurvePlotTest, TheAccuracyAxisSpansAtLeastTenPoints) {
+  const auto [lo, hi] = AccuracyAxis(88.6, 88.8);
+  EXPECT_NEAR(lo, 83.7, 1e-9);
+  EXPECT_NEAR(hi, 93.7, 1e-9);
+  EXPECT_EQ(AccuracyAxis(40, 90), std::make_pair(40.0, 90.0));
+  EXPECT_EQ(AccuracyAxis(99, 99.5), std::make_pair(90.0, 100.0));
+  EXPECT_EQ(AccuracyAxis(1, 2), std::make_pair(0.0, 10.0));
+}
+
 TEST(CurvePlotTest, NoPointsYetIsAPreconditionNotAnEmptyPicture) {
   absl::StatusOr<std::string> png = CurvesPng(Curves(0, 0), "t");
   ASSERT_FALSE(png.ok());

@@ -85,5 +85,30 @@ TEST(JobLogsTest, LongLinesAreCut) {
   EXPECT_EQ(logs.Read(0, 0, 0).lines[0].text().size(), JobLogs::kMaxLineBytes);
 }
 
+// What a coordinator restart keeps: the newest lines, counts of the rest,
+// and the numbering, which goes on where it was.
+TEST(JobLogsTest, SavedAndLoadedTheNewestLinesAndCountsRemain) {
+  JobLogs logs;
+  for (int i = 0; i < 5; ++i)
+    logs.Append(i % 2, 1, Line("l" + std::to_string(i)));
+  logs.CountDropped(1, 3);
+  v1::JobTrail trail;
+  logs.SaveTo(3, &trail);
+  ASSERT_EQ(trail.logs_size(), 3);
+  EXPECT_EQ(trail.logs(0).text(), "l2");
+  EXPECT_EQ(trail.next_log_seq(), 6);
+  JobLogs restored;
+  restored.LoadFrom(trail);
+  JobLogs::Page page = restored.Read(std::nullopt, 0, 0);
+  ASSERT_EQ(page.lines.size(), 3u);
+  EXPECT_EQ(page.lines[2].text(), "l4");
+  // Rank 0 wrote l0, l2, l4 (l0 left out); rank 1 l1, l3 (l1 left out) and
+  // dropped 3 itself.
+  EXPECT_EQ(page.dropped, 5);
+  EXPECT_EQ(restored.Read(0, 0, 0).dropped, 1);
+  restored.Append(0, 2, Line("after"));
+  EXPECT_EQ(restored.Read(std::nullopt, 5, 0).lines.at(0).seq(), 6);
+}
+
 }  // namespace
 }  // namespace gradsync

@@ -41,6 +41,12 @@ class FakeJobStore : public JobStore {
   absl::StatusOr<std::vector<v1::Job>> LoadAll() override {
     return std::vector<v1::Job>();
   }
+  absl::Status SaveTrail(const std::string&, const v1::JobTrail&) override {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::map<std::string, v1::JobTrail>> LoadTrails() override {
+    return std::map<std::string, v1::JobTrail>();
+  }
   absl::Status SaveWorkerKey(const std::string&, const std::string&) override {
     return absl::OkStatus();
   }

@@ -266,6 +266,51 @@ v1::RegisterWorkerResponse Resume(TestCluster& c, const std::string& id,
 // re-adopts workers that come back with their task and key; an impostor
 // without the key gets a fresh identity; a rank that does not come back
 // within the grace fails the attempt (which restarts).
+// Finding: curves lived only in the coordinator's memory, so after a
+// restart `gradsync plot` of a finished job had no steps. A job's curve
+// and newest log lines are stored with it.
+TEST(CoordinatorRestartTest, AFinishedJobKeepsItsCurveAndLog) {
+  const std::string state = UniqueTempDir("trail-state");
+  std::string job_id;
+  {
+    TestCluster c(absl::Seconds(5), state);
+    SimWorker w(c.workers(), "host-a");
+    job_id = c.Submit(c.Spec(1)).id();
+    const v1::Assignment a = w.AwaitAssignment();
+    v1::ReportMetricsRequest report;
+    report.mutable_task()->set_worker_id(w.id());
+    report.mutable_task()->set_job_id(job_id);
+    report.mutable_task()->set_attempt(a.attempt());
+    for (int step = 1; step <= 3; ++step) {
+      v1::StepMetrics* m = report.add_steps();
+      m->set_step(step);
+      m->set_loss(1.0 / step);
+    }
+    report.add_logs()->set_text("epoch 1: test accuracy 88.80%");
+    v1::ReportMetricsResponse ignored;
+    ASSERT_TRUE(
+        c.workers().ReportMetrics(w.Context().get(), report, &ignored).ok());
+    ASSERT_TRUE(w.Complete(true).ok());
+    ASSERT_EQ(c.Get(job_id).state(), v1::JOB_STATE_SUCCEEDED);
+  }
+  TestCluster c(absl::Seconds(5), state);
+  v1::GetJobCurvesRequest curves_request;
+  curves_request.set_job_id(job_id);
+  v1::JobCurves curves;
+  ASSERT_TRUE(
+      c.jobs().GetJobCurves(Ctx().get(), curves_request, &curves).ok());
+  ASSERT_EQ(curves.train_size(), 3);
+  EXPECT_EQ(curves.train(2).step(), 3);
+  v1::GetJobLogsRequest logs_request;
+  logs_request.set_job_id(job_id);
+  v1::GetJobLogsResponse logs;
+  ASSERT_TRUE(c.jobs().GetJobLogs(Ctx().get(), logs_request, &logs).ok());
+  ASSERT_EQ(logs.lines_size(), 1);
+  EXPECT_EQ(logs.lines(0).text(), "epoch 1: test accuracy 88.80%");
+  c.Stop();
+  std::filesystem::remove_all(state);
+}
+
 TEST(CoordinatorRestartTest, RunningJobsWaitForTheirWorkersToReRegister) {
   const std::string state = UniqueTempDir("restart-state");
   std::string job_id, key0, key1, id0, id1;

@@ -52,5 +52,16 @@ TEST(TrainingCurveTest, ARestartFromAnEarlierStepRewinds) {
   EXPECT_EQ(curve.points()[19].loss(), 1.0);
 }
 
+TEST(TrainingCurveTest, ARestoredCurveGoesOnWhereItWas) {
+  TrainingCurve curve;
+  for (int64_t s = 1; s <= 3; ++s) curve.Add(Step(s), 100);
+  TrainingCurve restored;
+  restored.Restore(curve.points(), curve.stride());
+  restored.Add(Step(4), 100);
+  ASSERT_EQ(restored.points().size(), 4u);
+  EXPECT_EQ(restored.points()[0].step(), 1);
+  EXPECT_EQ(restored.points()[3].step(), 4);
+}
+
 }  // namespace
 }  // namespace gradsync

@@ -107,5 +107,35 @@ TEST(SqliteJobStoreTest, DeleteRemovesTheRecord) {
   std::filesystem::remove_all(dir);
 }
 
+// A job's trail (curve, newest log lines) survives a reopen, a newer one
+// replaces it, and deleting the job removes it.
+TEST(SqliteJobStoreTest, TrailsSurviveAReopenAndGoWithTheirJob) {
+  const std::string dir = TempDir("trails");
+  {
+    auto store = SqliteJobStore::Open(dir);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->Save(Job("job-000001")).ok());
+    v1::JobTrail trail;
+    trail.add_train()->set_step(1);
+    ASSERT_TRUE((*store)->SaveTrail("job-000001", trail).ok());
+    trail.add_train()->set_step(2);
+    trail.add_logs()->set_text("epoch 1: test accuracy 88.80%");
+    (*trail.mutable_logs_dropped())[1] = 5;
+    ASSERT_TRUE((*store)->SaveTrail("job-000001", trail).ok());
+  }
+  auto store = SqliteJobStore::Open(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto trails = (*store)->LoadTrails();
+  ASSERT_TRUE(trails.ok()) << trails.status();
+  ASSERT_EQ(trails->count("job-000001"), 1u);
+  const v1::JobTrail& t = trails->at("job-000001");
+  EXPECT_EQ(t.train_size(), 2);
+  EXPECT_EQ(t.logs(0).text(), "epoch 1: test accuracy 88.80%");
+  EXPECT_EQ(t.logs_dropped().at(1), 5);
+  ASSERT_TRUE((*store)->Delete("job-000001").ok());
+  EXPECT_TRUE((*store)->LoadTrails()->empty());
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace gradsync
