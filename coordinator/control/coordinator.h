@@ -268,6 +268,11 @@ class Coordinator {
                    const std::string& dead_worker,
                    const std::string& error = "")
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Worker `w` is gone (dead, or left) while assigned to a job: its rank's
+  // attempt fails for `what` (or, when that attempt is already over, `what`
+  // is noted on it) and the worker is released from the job.
+  void LoseWorker(WorkerEntry& w, const std::string& what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A worker of attempt `attempt`, which already ended, was declared dead:
   // `death` is added to that attempt's outcome (and to the pending
   // restart's reason).

@@ -13,7 +13,6 @@
 
 namespace gradsync {
 
-using coordinator_internal::AttemptOver;
 using coordinator_internal::FormatSeconds;
 using coordinator_internal::RankLabel;
 
@@ -47,24 +46,13 @@ void Coordinator::SweepDeadWorkers(absl::Time now) {
     absl::FPrintF(stderr, "coordinator: worker %s on %s declared dead\n",
                   w.info.worker_id(), w.info.host());
     if (!w.job_id.empty()) {
-      JobEntry& entry = jobs_.at(w.job_id);
       // (Named from the worker: a new attempt may hold other ranks.)
-      const std::string death = absl::StrCat(
-          RankLabel(w.rank, w.info.worker_id(), w.info.host()),
-          " missed heartbeats for ", FormatSeconds(silent), " (timeout ",
-          FormatSeconds(options_.heartbeat_timeout), "); last step ",
-          w.info.step(), ", epoch ", w.info.epoch() + 1);
-      if (!AttemptOver(entry.job, w.attempt)) {
-        if (v1::AttemptRecord* a =
-                FindAttemptRecord(entry.job, entry.job.attempt())) {
-          a->set_failed_rank(w.rank);
-        }
-        FailAttempt(entry, death, w.info.worker_id());
-      } else {
-        NoteLateDeath(entry, w.attempt, death);
-      }
-      Released(w.job_id, w.info.worker_id());
-      w.job_id.clear();
+      LoseWorker(
+          w, absl::StrCat(
+                 RankLabel(w.rank, w.info.worker_id(), w.info.host()),
+                 " missed heartbeats for ", FormatSeconds(silent), " (timeout ",
+                 FormatSeconds(options_.heartbeat_timeout), "); last step ",
+                 w.info.step(), ", epoch ", w.info.epoch() + 1));
     }
     ++it;
   }

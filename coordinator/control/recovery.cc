@@ -234,6 +234,22 @@ void Coordinator::FailAttempt(JobEntry& entry, const std::string& reason,
               : ""));
 }
 
+void Coordinator::LoseWorker(WorkerEntry& w, const std::string& what) {
+  if (w.job_id.empty()) return;
+  JobEntry& entry = jobs_.at(w.job_id);
+  if (!coordinator_internal::AttemptOver(entry.job, w.attempt)) {
+    if (v1::AttemptRecord* a =
+            FindAttemptRecord(entry.job, entry.job.attempt())) {
+      a->set_failed_rank(w.rank);
+    }
+    FailAttempt(entry, what, w.info.worker_id());
+  } else {
+    NoteLateDeath(entry, w.attempt, what);
+  }
+  Released(w.job_id, w.info.worker_id());
+  w.job_id.clear();
+}
+
 void Coordinator::NoteLateDeath(JobEntry& entry, int attempt,
                                 const std::string& death) {
   // Another rank's error (a connection reset, say) usually ends the attempt

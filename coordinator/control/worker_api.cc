@@ -463,27 +463,16 @@ absl::Status Coordinator::Deregister(const v1::DeregisterRequest& request) {
                 request.reason().empty()
                     ? ""
                     : absl::StrCat(" (", request.reason(), ")"));
-  if (!w.job_id.empty()) {
-    JobEntry& entry = jobs_.at(w.job_id);
-    const std::string left = absl::StrCat(
-        coordinator_internal::RankLabel(w.rank, w.info.worker_id(),
-                                        w.info.host()),
-        " left: its worker shut down",
-        request.reason().empty() ? ""
+  LoseWorker(w, absl::StrCat(coordinator_internal::RankLabel(
+                                 w.rank, w.info.worker_id(), w.info.host()),
+                             " left: its worker shut down",
+                             request.reason().empty()
+                                 ? ""
                                  : absl::StrCat(" (", request.reason(), ")"),
-        "; last step ", w.info.step(), ", epoch ", w.info.epoch() + 1);
-    if (!coordinator_internal::AttemptOver(entry.job, w.attempt)) {
-      if (v1::AttemptRecord* a =
-              FindAttemptRecord(entry.job, entry.job.attempt())) {
-        a->set_failed_rank(w.rank);
-      }
-      FailAttempt(entry, left, w.info.worker_id());
-    } else {
-      NoteLateDeath(entry, w.attempt, left);
-    }
-    Released(w.job_id, w.info.worker_id());
-  }
-  workers_.erase(w.info.worker_id());
+                             "; last step ", w.info.step(), ", epoch ",
+                             w.info.epoch() + 1));
+  const std::string id = w.info.worker_id();  // (w goes with the erase)
+  workers_.erase(id);
   Schedule();
   return absl::OkStatus();
 }

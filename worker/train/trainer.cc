@@ -302,6 +302,16 @@ class Loop {
           s_.model->forward(batch.images), batch.labels);
     }
     m.forward_ms = MsSince(compute_start);
+    // The trace line goes out before backward sends any gradient: once the
+    // other ranks have this rank's gradients (and may commit the step), a
+    // SIGKILL must not be able to lose the record of what it trained. A
+    // step that never completes is never committed, so a line for it is
+    // discarded by whoever reads the trace up to the committed step.
+    if (trace_.is_open()) {
+      trace_ << epoch << ' ' << step_ + 1;
+      for (int64_t i : batch.samples) trace_ << ' ' << i;
+      trace_ << '\n' << std::flush;
+    }
     const auto backward_start = Clock::now();
     s_.reducer->set_require_sync(sync);
     if (sync) s_.reducer->PrepareForBackward();
@@ -333,11 +343,6 @@ class Loop {
     m.optimizer_ms = MsSince(optimizer_start);
     ++step_;
     if (c_.step) c_.step->store(step_);
-    if (trace_.is_open()) {
-      trace_ << epoch << ' ' << step_;
-      for (int64_t i : batch.samples) trace_ << ' ' << i;
-      trace_ << '\n' << std::flush;
-    }
     const double step_ms = MsSince(step_start);
     m.compute_ms = m.forward_ms + m.backward_ms + m.optimizer_ms;
     m.rank = c_.rank;
