@@ -14,7 +14,7 @@ namespace {
 // Left-aligned columns separated by two spaces.
 std::string Table(std::vector<std::vector<std::string>> rows) {
   for (auto& row : rows) {
-    for (std::string& cell : row) cell = TerminalSafe(cell);
+    for (std::string& cell : row) cell = OneLine(cell);
   }
   std::vector<size_t> width;
   for (const auto& row : rows) {
@@ -43,7 +43,9 @@ std::string LastAccuracy(const v1::Job& job) {
 
 }  // namespace
 
-std::string TerminalSafe(absl::string_view text) {
+namespace {
+
+std::string Escaped(absl::string_view text, bool keep_newlines) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
@@ -51,7 +53,8 @@ std::string TerminalSafe(absl::string_view text) {
     const bool c1 = c == 0xC2 && i + 1 < text.size() &&
                     static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
                     static_cast<unsigned char>(text[i + 1]) <= 0x9F;
-    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F) {
+    const bool kept = keep_newlines && (c == '\n' || c == '\t');
+    if ((c < 0x20 && !kept) || c == 0x7F) {
       absl::StrAppendFormat(&out, "\\x%02x", c);
     } else if (c1) {
       absl::StrAppendFormat(&out, "\\xc2\\x%02x",
@@ -61,6 +64,16 @@ std::string TerminalSafe(absl::string_view text) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::string TerminalSafe(absl::string_view text) {
+  return Escaped(text, /*keep_newlines=*/true);
+}
+
+std::string OneLine(absl::string_view text) {
+  return Escaped(text, /*keep_newlines=*/false);
 }
 
 std::string StateName(v1::JobState state) { return JobStateName(state); }
@@ -335,7 +348,7 @@ std::string FormatLogLine(const v1::LogEntry& line, absl::TimeZone zone) {
                       line.attempt() > 1
                           ? absl::StrCat(", attempt ", line.attempt())
                           : std::string(),
-                      "] ", line.text(), "\n");
+                      "] ", OneLine(line.text()), "\n");
 }
 
 std::string FormatSnapshotTable(const std::vector<v1::SnapshotMeta>& snapshots,

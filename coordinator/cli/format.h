@@ -21,6 +21,10 @@ namespace gradsync::cli {
 // cannot move the cursor, retitle the window or hide text in a user's
 // terminal. The Format* functions below return safe text.
 std::string TerminalSafe(absl::string_view text);
+// The same for a field that is one line (a log line, a host, a job name,
+// a table cell): newlines and tabs are escaped too, so a worker cannot
+// forge a line or a row.
+std::string OneLine(absl::string_view text);
 
 std::string StateName(v1::JobState state);
 std::string PhaseName(v1::Phase phase);

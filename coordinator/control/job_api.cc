@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "coordinator/control/bounded_text.h"
 #include "coordinator/control/checkpoint_paths.h"
 #include "coordinator/control/coordinator.h"
 #include "coordinator/control/coordinator_internal.h"
@@ -251,7 +252,8 @@ absl::StatusOr<v1::Job> Coordinator::CancelJob(const std::string& job_id,
   }
   Transition(e, v1::JOB_STATE_CANCELLED,
              reason.empty() ? "cancelled by user"
-                            : absl::StrCat("cancelled by user: ", reason));
+                            : absl::StrCat("cancelled by user: ",
+                                           Bounded(reason, kMaxReasonBytes)));
   return Snapshot(e);
 }
 

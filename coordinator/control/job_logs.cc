@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "coordinator/control/bounded_text.h"
+
 namespace gradsync {
 
 void JobLogs::Append(int rank, int attempt, const v1::LogLine& line) {
@@ -11,7 +13,7 @@ void JobLogs::Append(int rank, int attempt, const v1::LogLine& line) {
   e.set_rank(rank);
   e.set_attempt(attempt);
   e.set_time_unix_ms(line.time_unix_ms());
-  e.set_text(line.text().substr(0, kMaxLineBytes));
+  e.set_text(CutAtCharacter(line.text(), kMaxLineBytes));
   ++total_;
   if (kept.size() > kMaxLinesPerRank) DropOldest(rank);
   if (total_ > kMaxLines) {
@@ -87,8 +89,7 @@ void JobLogs::LoadFrom(const v1::JobTrail& trail) {
     if (e.seq() >= next_seq_) next_seq_ = e.seq() + 1;
     std::deque<v1::LogEntry>& kept = ranks_[e.rank()];
     kept.push_back(e);
-    kept.back().mutable_text()->resize(
-        std::min(kept.back().text().size(), kMaxLineBytes));
+    kept.back().set_text(CutAtCharacter(e.text(), kMaxLineBytes));
     ++total_;
     if (kept.size() > kMaxLinesPerRank) DropOldest(e.rank());
   }

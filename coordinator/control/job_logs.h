@@ -1,6 +1,7 @@
 // JobLogs: the log lines a job's ranks shipped with their metrics, over
 // every attempt, in bounded memory: at most kMaxLinesPerRank lines per
-// rank and kMaxLines per job, each line cut to kMaxLineBytes; past a bound
+// rank and kMaxLines per job, each line cut to kMaxLineBytes (at a UTF-8
+// character boundary, so it stays valid); past a bound
 // the oldest lines go (of that rank, or of the job) and are counted, as
 // are the lines a worker says it dropped itself. Lines are numbered in the
 // order they arrive (seq), so a follower asks for what came after the

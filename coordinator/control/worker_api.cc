@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/control/bounded_text.h"
 #include "coordinator/control/coordinator.h"
 #include "coordinator/control/coordinator_internal.h"
 #include "coordinator/control/sample_ledger.h"
@@ -478,6 +479,8 @@ absl::Status Coordinator::Deregister(const v1::DeregisterRequest& request) {
 }
 
 absl::Status Coordinator::CompleteTask(const v1::CompleteTaskRequest& request) {
+  // The message is stored (attempt outcome, history, job message): bounded.
+  const std::string message = Bounded(request.message(), kMaxMessageBytes);
   absl::MutexLock lock(&mu_);
   absl::StatusOr<WorkerEntry*> found = FindWorker(request.task().worker_id());
   if (!found.ok()) return found.status();
@@ -502,9 +505,8 @@ absl::Status Coordinator::CompleteTask(const v1::CompleteTaskRequest& request) {
     }
     FailAttempt(entry,
                 absl::StrCat(DescribeRank(entry, request.task().rank()),
-                             " failed at step ", w.info.step(), ": ",
-                             request.message()),
-                "", request.message());
+                             " failed at step ", w.info.step(), ": ", message),
+                "", message);
     return absl::OkStatus();
   }
   entry.completed.insert(request.task().rank());

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace gradsync::cli {
 namespace {
 
@@ -19,6 +21,25 @@ TEST(FormatTest, StatusShowsTheWaitForReplacementWorkers) {
       << FormatJobDetail(job, 58000);
   job.set_state(v1::JOB_STATE_RUNNING);
   EXPECT_EQ(FormatJobDetail(job, 58000).find("Waiting:"), std::string::npos);
+}
+
+// Findings (issue 39): a file name with ESC ] 0 ; ... BEL ESC [ 2 J in a
+// log line retitled and cleared the terminal of `gradsync logs`; a line
+// with "\n[rank 0] ..." printed as a forged rank-0 line; a host name with
+// "\n" forged a row of `gradsync workers`.
+TEST(FormatTest, OneLineFieldsCannotMoveTheCursorOrForgeLines) {
+  v1::LogEntry line;
+  line.set_rank(1);
+  line.set_text("bad \x1b]0;owned\x07\x1b[2J file\n[rank 0] FORGED");
+  EXPECT_EQ(FormatLogLine(line, absl::UTCTimeZone()),
+            "[rank 1] bad \\x1b]0;owned\\x07\\x1b[2J file\\x0a[rank 0] "
+            "FORGED\n");
+  v1::WorkerInfo w;
+  w.set_worker_id("w1");
+  w.set_host("host\nw9  evil");
+  const std::string table = FormatWorkerTable({w}, 0);
+  EXPECT_NE(table.find("host\\x0aw9  evil"), std::string::npos) << table;
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 2) << table;
 }
 
 TEST(FormatTest, LogLinesSayWhenTheyWereLogged) {

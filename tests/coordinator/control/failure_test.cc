@@ -103,6 +103,31 @@ TEST(FailureTest, AWorkerThatLeavesFailsItsAttemptAtOnceAndIsForgotten) {
   EXPECT_EQ(listed.workers(0).worker_id(), stays.id());
 }
 
+// Finding (issue 39): a worker's 3.9 MB completion message, over 7
+// attempts, grew the job record to 85 MB and made `gradsync list` fail.
+// Stored worker and user text is bounded.
+TEST_F(FailureOfTwoWorkersTest, HugeMessagesAndReasonsAreStoredCut) {
+  v1::Job job = c.Submit(c.Spec(2));
+  w0.AwaitAssignment();
+  w1.AwaitAssignment();
+  const std::string huge(3900000, 'x');  // under gRPC's 4 MiB
+  ASSERT_TRUE(w1.Complete(false, "DATA_LOSS: " + huge).ok());
+  v1::Job failed = c.Get(job.id());
+  EXPECT_LT(failed.ByteSizeLong(), 64u << 10);
+  EXPECT_NE(failed.message().find("more bytes)"), std::string::npos);
+  v1::Job second = c.Submit(c.Spec(2));
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(second.id());
+  cancel.set_reason(std::string(120 << 10, 'r'));
+  v1::Job cancelled;
+  ASSERT_TRUE(c.jobs().CancelJob(Ctx().get(), cancel, &cancelled).ok());
+  EXPECT_LT(cancelled.message().size(), 2048u);
+  v1::ListJobsResponse listed;
+  ASSERT_TRUE(
+      c.jobs().ListJobs(Ctx().get(), v1::ListJobsRequest(), &listed).ok());
+  EXPECT_EQ(listed.jobs_size(), 2);
+}
+
 TEST(FailureTest, SilentWorkerIsDeclaredDeadAndItsJobFails) {
   TestCluster c(absl::Milliseconds(300));
   SimWorker alive(c.workers(), "host-a");

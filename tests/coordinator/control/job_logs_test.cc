@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "gradsync/v1/job_service.pb.h"
+
 namespace gradsync {
 namespace {
 
@@ -108,6 +110,30 @@ TEST(JobLogsTest, SavedAndLoadedTheNewestLinesAndCountsRemain) {
   EXPECT_EQ(restored.Read(0, 0, 0).dropped, 1);
   restored.Append(0, 2, Line("after"));
   EXPECT_EQ(restored.Read(std::nullopt, 5, 0).lines.at(0).seq(), 6);
+}
+
+// Finding (issue 39): a line of 4095 bytes and an "é" was cut inside the
+// "é", and every later read of the job's log failed (protobuf refuses
+// invalid UTF-8). Lines are cut at a character boundary.
+TEST(JobLogsTest, LongLinesAreCutBetweenCharacters) {
+  JobLogs logs;
+  logs.Append(
+      0, 1,
+      Line(std::string(JobLogs::kMaxLineBytes - 1, 'a') + "\xc3\xa9 and more"));
+  logs.Append(0, 1,
+              Line(std::string(JobLogs::kMaxLineBytes - 2, 'a') +
+                   "\xe2\x82\xac"));  // a 3-byte euro sign
+  JobLogs::Page page = logs.Read(0, 0, 0);
+  ASSERT_EQ(page.lines.size(), 2u);
+  EXPECT_EQ(page.lines[0].text(), std::string(JobLogs::kMaxLineBytes - 1, 'a'));
+  EXPECT_EQ(page.lines[1].text(), std::string(JobLogs::kMaxLineBytes - 2, 'a'));
+  // And the page goes over the wire.
+  v1::GetJobLogsResponse response;
+  for (const v1::LogEntry& e : page.lines) *response.add_lines() = e;
+  std::string wire;
+  EXPECT_TRUE(response.SerializeToString(&wire));
+  v1::GetJobLogsResponse back;
+  EXPECT_TRUE(back.ParseFromString(wire));
 }
 
 }  // namespace
