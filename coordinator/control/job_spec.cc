@@ -115,9 +115,11 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
                    absl::StrCat("'", spec.model(), "' is unknown (known: ",
                                 absl::StrJoin(KnownModels(), ", "), ")"));
   }
-  if (spec.epochs() < 1) {
-    return Invalid("epochs",
-                   absl::StrCat("must be >= 1 (got ", spec.epochs(), ")"));
+  // The sample ledger and the curve keep a record per epoch: bounded.
+  constexpr int kMaxEpochs = 100000;
+  if (spec.epochs() < 1 || spec.epochs() > kMaxEpochs) {
+    return Invalid("epochs", absl::StrCat("must be in [1, ", kMaxEpochs,
+                                          "] (got ", spec.epochs(), ")"));
   }
   if (spec.batch_size() < 1 || spec.batch_size() > kMaxBatchSize) {
     return Invalid("batch_size",

@@ -72,7 +72,11 @@ void BindText(sqlite3_stmt* s, int i, const std::string& v) {
 absl::StatusOr<std::unique_ptr<SqliteJobStore>> SqliteJobStore::Open(
     const std::string& state_dir, const SqliteOptions& options) {
   std::error_code ec;
-  std::filesystem::create_directories(state_dir, ec);
+  // A new state directory is private (job records, worker keys).
+  if (std::filesystem::create_directories(state_dir, ec) && !ec) {
+    std::filesystem::permissions(state_dir, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::replace, ec);
+  }
   if (ec) {
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot create state directory ", state_dir, ": ", ec.message()));

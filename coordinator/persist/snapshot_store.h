@@ -110,6 +110,8 @@ class SnapshotStore {
 
   // A job's snapshots, oldest step first.
   std::vector<SnapshotInfo> List(const std::string& job_id);
+  // The directory the snapshots live in.
+  const std::string& dir() const { return dir_; }
   // The snapshot of `step`, or the newest when step < 0; NOT_FOUND naming
   // the job (and step) otherwise.
   absl::StatusOr<SnapshotInfo> Find(const std::string& job_id, int64_t step);

@@ -3,15 +3,43 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/resource_quota.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
-#include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace gradsync {
+namespace {
+
+// An existing state directory must be this user's (or root's, as a
+// mounted volume may be) and not writable by every user: the coordinator
+// trusts what it finds there.
+absl::Status CheckStateDirectory(const std::string& dir) {
+  struct stat st;
+  if (dir.empty() || lstat(dir.c_str(), &st) != 0) return absl::OkStatus();
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("state directory ", dir, " is not a directory"));
+  }
+  if (st.st_uid != geteuid() && st.st_uid != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "state directory ", dir, " belongs to uid ", st.st_uid,
+        ", not to this coordinator's user (uid ", geteuid(),
+        "); its job records and snapshots would be someone else's"));
+  }
+  if ((st.st_mode & S_IWOTH) != 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "state directory %s is writable by every user (mode %04o); make it "
+        "private (chmod o-w)",
+        dir, st.st_mode & 07777));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     ServerOptions options) {
@@ -24,6 +52,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
         "(--tls-cert, --tls-key, --tls-client-ca)");
   }
   std::unique_ptr<JobStore> store;
+  if (absl::Status s = CheckStateDirectory(options.state_dir); !s.ok()) {
+    return s;
+  }
   if (!options.state_dir.empty()) {
     absl::StatusOr<std::unique_ptr<SqliteJobStore>> sqlite =
         SqliteJobStore::Open(options.state_dir);
@@ -35,12 +66,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   // temporary one that goes with the server.
   std::string snapshot_dir = options.state_dir + "/snapshots";
   if (options.state_dir.empty()) {
-    static std::atomic<int> servers{0};
-    snapshot_dir =
-        (std::filesystem::temp_directory_path() /
-         absl::StrCat("gradsync-snapshots-", getpid(), "-", servers++))
-            .string();
-    s->snapshot_tmp_dir_ = snapshot_dir;
+    // Fresh and private: a predictable /tmp name could be planted with an
+    // index and a snapshot by another user.
+    absl::StatusOr<ScratchDirectory> scratch =
+        ScratchDirectory::Create("snapshots");
+    if (!scratch.ok()) return scratch.status();
+    snapshot_dir = scratch->path();
+    s->snapshot_scratch_ = std::move(*scratch);
   }
   absl::StatusOr<std::unique_ptr<SnapshotStore>> snapshots =
       SnapshotStore::Open(snapshot_dir, SnapshotRetention());
@@ -96,13 +128,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   return s;
 }
 
-CoordinatorServer::~CoordinatorServer() {
-  Shutdown();
-  if (!snapshot_tmp_dir_.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(snapshot_tmp_dir_, ec);
-  }
-}
+CoordinatorServer::~CoordinatorServer() { Shutdown(); }
 
 std::string CoordinatorServer::local_address() const {
   return absl::StrCat("localhost:", port_);

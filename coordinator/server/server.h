@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -21,12 +22,16 @@
 #include "coordinator/server/rpc_stats.h"
 #include "coordinator/server/worker_service.h"
 #include "coordinator/wire/tls.h"
+#include "foundation/files/scratch_directory.h"
 
 namespace gradsync {
 
 struct ServerOptions {
   std::string address = "0.0.0.0:50051";  // host:port; port 0 = any free
-  std::string state_dir;                  // empty = keep nothing on disk
+  // Empty = keep nothing on disk. An existing one must be this user's (or
+  // root's) and not writable by every user (FAILED_PRECONDITION): what is
+  // in it is trusted (job records, model snapshots). A new one is 0700.
+  std::string state_dir;
   // Requests larger than this are rejected with RESOURCE_EXHAUSTED.
   int max_receive_message_bytes = 4 << 20;
   int max_send_message_bytes = 64 << 20;
@@ -64,8 +69,10 @@ class CoordinatorServer {
  private:
   CoordinatorServer() = default;
 
+  // Without a state directory: a private one (mode 0700, unpredictable
+  // name) the snapshots live in, removed with the server (after them).
+  std::optional<ScratchDirectory> snapshot_scratch_;
   std::unique_ptr<SnapshotStore> snapshots_;
-  std::string snapshot_tmp_dir_;  // removed at destruction (no state dir)
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<CallGate> waiting_;    // before the services that use it

@@ -109,6 +109,10 @@ TEST(JobSpecTest, OtherFields) {
   spec = ValidSpec();
   spec.set_epochs(-2);
   ExpectInvalid(spec, "epochs");
+  // Finding (issue 39): --epochs 2147483647 was accepted; the ledger keeps
+  // a record per epoch.
+  spec.set_epochs(2147483647);
+  ExpectInvalid(spec, "epochs");
   spec = ValidSpec();
   spec.mutable_dataset()->set_channels(2);
   ExpectInvalid(spec, "dataset.channels");

@@ -1,6 +1,7 @@
 // JobService over a real server: submission, validation, listing, shards,
 // metrics, persistence across a restart, oversized messages.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 
@@ -165,6 +166,49 @@ TEST_F(JobServiceOfTwoWorkersTest,
   EXPECT_DOUBLE_EQ(now.metrics().ranks(1).p50_step_ms(), 50);
   EXPECT_DOUBLE_EQ(now.metrics().samples_per_sec(), 20);
   ASSERT_EQ(now.metrics().eval_size(), 1);
+}
+
+// Finding (issue 39): without --state-dir, snapshots went to a predictable
+// /tmp/gradsync-snapshots-<pid>-0, where another user could plant an index
+// and a snapshot that `model pull` then served. Now the directory is fresh
+// and private, and a state directory every user can write is refused.
+TEST(ServerTest, SnapshotAndStateDirectoriesArePrivate) {
+  {
+    ServerOptions options;
+    options.address = "127.0.0.1:0";
+    absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
+        CoordinatorServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    const std::string dir = (*server)->snapshots().dir();
+    EXPECT_EQ(dir.find("/gradsync-snapshots-"), dir.rfind('/')) << dir;
+    struct stat st;
+    ASSERT_EQ(stat(dir.c_str(), &st), 0) << dir;
+    EXPECT_EQ(st.st_mode & 0777, 0700u);
+  }
+  const std::string state = UniqueTempDir("open-state");
+  std::filesystem::create_directories(state);
+  std::filesystem::permissions(state, std::filesystem::perms::all);  // 0777
+  ServerOptions options;
+  options.address = "127.0.0.1:0";
+  options.state_dir = state;
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> refused =
+      CoordinatorServer::Start(options);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("is writable by every user"),
+            std::string::npos)
+      << refused.status();
+  // A state directory it creates is private.
+  const std::string fresh = state + "-fresh";
+  options.state_dir = fresh;
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> started =
+      CoordinatorServer::Start(options);
+  ASSERT_TRUE(started.ok()) << started.status();
+  struct stat st;
+  ASSERT_EQ(stat(fresh.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  started->reset();
+  std::filesystem::remove_all(state);
+  std::filesystem::remove_all(fresh);
 }
 
 TEST(JobServiceTest, JobsSurviveACoordinatorRestart) {
