@@ -1,9 +1,13 @@
 #include "foundation/data_index/image_folder_index.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <system_error>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -32,13 +36,23 @@ std::string SplitPath(const std::string& path, const std::string& split) {
 
 namespace {
 
+// How deep and how large a class folder's listing may go: far past any
+// real data set, and a bound on what a hostile one costs.
+constexpr int kMaxDepth = 64;
+constexpr int64_t kMaxEntries = 10'000'000;
+
 // Files of one class folder in os.walk order: directories sorted by path,
-// files sorted by name within each directory.
+// files sorted by name within each directory. Links are followed, but a
+// directory reached twice (a link back up: a loop) is refused by name.
 absl::StatusOr<std::vector<std::string>> ListClassFiles(
     const fs::path& dir, std::vector<std::string>* links) {
   std::map<std::string, std::vector<std::string>> by_dir;
   std::error_code ec;
   by_dir[dir.string()];
+  std::set<std::pair<dev_t, ino_t>> seen;
+  struct stat st;
+  if (stat(dir.c_str(), &st) == 0) seen.insert({st.st_dev, st.st_ino});
+  int64_t entries = 0;
   auto it = fs::recursive_directory_iterator(
       dir, fs::directory_options::follow_directory_symlink, ec);
   if (ec) {
@@ -51,9 +65,21 @@ absl::StatusOr<std::vector<std::string>> ListClassFiles(
           absl::StrCat("cannot list ", dir.string(), ": ", ec.message()));
     }
     const fs::directory_entry& entry = *it;
+    if (++entries > kMaxEntries || it.depth() > kMaxDepth) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("image folder ", dir.string(), " holds more than ",
+                       kMaxEntries, " entries or nests deeper than ", kMaxDepth,
+                       " folders (at ", entry.path().string(), ")"));
+    }
     const bool link = entry.is_symlink(ec);
     if (entry.is_directory(ec)) {
       if (link) links->push_back(entry.path().string());
+      if (stat(entry.path().c_str(), &st) == 0 &&
+          !seen.insert({st.st_dev, st.st_ino}).second) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "image folder ", dir.string(), ": ", entry.path().string(),
+            " leads to a folder already listed (a symbolic link loop)"));
+      }
       continue;
     }
     const std::string name = entry.path().filename().string();

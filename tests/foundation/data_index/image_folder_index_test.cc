@@ -59,6 +59,38 @@ TEST_F(ImageFolderIndexTest, EmptyClassIsNamed) {
   EXPECT_NE(index.status().message().find("empty"), std::string::npos);
 }
 
+// Finding (issue 39): links c0/a -> . and c0/b -> . kept the coordinator
+// scanning for ever, growing by hundreds of MB. A folder reached twice is
+// refused, naming the link; a link to a folder elsewhere still counts.
+TEST_F(ImageFolderIndexTest, ASymlinkLoopIsRefusedNotScannedForEver) {
+  Touch("c0/x.png");
+  Touch("c1/y.png");
+  fs::create_directory_symlink(".", root_ / "c0" / "a");
+  fs::create_directory_symlink(".", root_ / "c0" / "b");
+  auto index = ScanImageFolder(root_.string());
+  ASSERT_EQ(index.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(index.status().message().find("symbolic link loop"),
+            std::string::npos)
+      << index.status();
+  // One of the two links (directory order decides which).
+  EXPECT_TRUE(index.status().message().find("/c0/a leads") !=
+                  std::string::npos ||
+              index.status().message().find("/c0/b leads") !=
+                  std::string::npos)
+      << index.status();
+  // Without the loop, a linked folder elsewhere is followed as before.
+  fs::remove(root_ / "c0" / "a");
+  fs::remove(root_ / "c0" / "b");
+  Touch("../gradsync_if_elsewhere_" + std::to_string(::getpid()) + "/z.png");
+  const fs::path elsewhere = root_.parent_path() / ("gradsync_if_elsewhere_" +
+                                                    std::to_string(::getpid()));
+  fs::create_directory_symlink(elsewhere, root_ / "c1" / "more");
+  index = ScanImageFolder(root_.string());
+  ASSERT_TRUE(index.ok()) << index.status();
+  EXPECT_EQ(index->samples.size(), 3u);
+  fs::remove_all(elsewhere);
+}
+
 TEST_F(ImageFolderIndexTest, NoClassFoldersIsInvalid) {
   Touch("a.png");
   auto index = ScanImageFolder(root_.string());
