@@ -7,13 +7,20 @@
 namespace gradsync {
 
 void JobLogs::Append(int rank, int attempt, const v1::LogLine& line) {
-  std::deque<v1::LogEntry>& kept = ranks_[rank];
-  v1::LogEntry& e = kept.emplace_back();
+  v1::LogEntry e;
   e.set_seq(next_seq_++);
   e.set_rank(rank);
   e.set_attempt(attempt);
   e.set_time_unix_ms(line.time_unix_ms());
-  e.set_text(CutAtCharacter(line.text(), kMaxLineBytes));
+  e.set_text(line.text());
+  Keep(std::move(e));
+}
+
+void JobLogs::Keep(v1::LogEntry e) {
+  e.set_text(CutAtCharacter(e.text(), kMaxLineBytes));
+  const int rank = e.rank();
+  std::deque<v1::LogEntry>& kept = ranks_[rank];
+  kept.push_back(std::move(e));
   ++total_;
   if (kept.size() > kMaxLinesPerRank) DropOldest(rank);
   if (total_ > kMaxLines) {
@@ -87,22 +94,7 @@ void JobLogs::LoadFrom(const v1::JobTrail& trail) {
   next_seq_ = std::max<int64_t>(trail.next_log_seq(), 1);
   for (const v1::LogEntry& e : trail.logs()) {
     if (e.seq() >= next_seq_) next_seq_ = e.seq() + 1;
-    std::deque<v1::LogEntry>& kept = ranks_[e.rank()];
-    kept.push_back(e);
-    kept.back().set_text(CutAtCharacter(e.text(), kMaxLineBytes));
-    ++total_;
-    if (kept.size() > kMaxLinesPerRank) DropOldest(e.rank());
-  }
-  while (total_ > kMaxLines) {
-    auto oldest = ranks_.end();
-    for (auto it = ranks_.begin(); it != ranks_.end(); ++it) {
-      if (!it->second.empty() &&
-          (oldest == ranks_.end() ||
-           it->second.front().seq() < oldest->second.front().seq())) {
-        oldest = it;
-      }
-    }
-    DropOldest(oldest->first);
+    Keep(e);
   }
 }
 

@@ -47,6 +47,9 @@ class JobLogs {
   void LoadFrom(const v1::JobTrail& trail);
 
  private:
+  // Stores `e` (its text cut to kMaxLineBytes), then drops the oldest
+  // line of its rank, or of the job, past their bounds.
+  void Keep(v1::LogEntry e);
   // Drops the oldest line of `rank`.
   void DropOldest(int rank);
 

@@ -459,19 +459,14 @@ absl::Status Coordinator::Deregister(const v1::DeregisterRequest& request) {
   absl::StatusOr<WorkerEntry*> found = FindWorker(request.task().worker_id());
   if (!found.ok()) return found.status();
   WorkerEntry& w = **found;
+  const std::string why =
+      request.reason().empty() ? "" : absl::StrCat(" (", request.reason(), ")");
   absl::FPrintF(stderr, "coordinator: worker %s on %s left%s\n",
-                w.info.worker_id(), w.info.host(),
-                request.reason().empty()
-                    ? ""
-                    : absl::StrCat(" (", request.reason(), ")"));
+                w.info.worker_id(), w.info.host(), why);
   LoseWorker(w, absl::StrCat(coordinator_internal::RankLabel(
                                  w.rank, w.info.worker_id(), w.info.host()),
-                             " left: its worker shut down",
-                             request.reason().empty()
-                                 ? ""
-                                 : absl::StrCat(" (", request.reason(), ")"),
-                             "; last step ", w.info.step(), ", epoch ",
-                             w.info.epoch() + 1));
+                             " left: its worker shut down", why, "; last step ",
+                             w.info.step(), ", epoch ", w.info.epoch() + 1));
   const std::string id = w.info.worker_id();  // (w goes with the erase)
   workers_.erase(id);
   Schedule();
