@@ -20,7 +20,8 @@ BUILD_PACKAGES=(
   # control plane
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev grpc-proto libcli11-dev libssl-dev
-  libcpp-httplib-dev
+  # the monitoring port (bounded connections; HTTPS through GnuTLS)
+  libmicrohttpd-dev
   # data plane
   libtorch-dev libgloo-dev libopencv-dev libturbojpeg0-dev
 )
@@ -33,6 +34,8 @@ PACKAGES=(
   libopenblas0-pthread
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev openssl
+  # the monitoring tests' HTTP(S) client
+  libcpp-httplib-dev
   # a real Prometheus scrapes the coordinator in tests/integration/prometheus_e2e.py
   prometheus
   # headless Chromium loads the coordinator's dashboard in tests/integration/dashboard_e2e.py

@@ -83,6 +83,11 @@ int main(int argc, char** argv) {
   gradsync::TokenFlags worker_token(
       app, "worker-token", "GRADSYNC_WORKER_TOKEN",
       "token workers must send; empty: open", "worker");
+  gradsync::TokenFlags metrics_token(
+      app, "metrics-token", "GRADSYNC_METRICS_TOKEN",
+      "read-only token for the monitoring port (/metrics, dashboard, JSON "
+      "API); grants nothing on the gRPC port",
+      "metrics");
   app.add_option("--tls-cert", options.tls.cert_file,
                  "serve TLS with this PEM certificate (chain)")
       ->envname("GRADSYNC_TLS_CERT");
@@ -104,8 +109,10 @@ int main(int argc, char** argv) {
   std::string http_listen;
   app.add_option("--http-listen", http_listen,
                  "host:port for the monitoring pages (Prometheus /metrics); "
-                 "empty: off. Without a user token a non-loopback address "
-                 "is narrowed to loopback, as --listen is")
+                 "empty: off. HTTPS with --tls-cert. Readers need the "
+                 "metrics token (or, over TLS, the user token); with no token "
+                 "a non-loopback address is narrowed to loopback, as "
+                 "--listen is")
       ->envname("GRADSYNC_HTTP_LISTEN");
   bool insecure_anywhere = false;
   app.add_flag("--insecure-listen-anywhere", insecure_anywhere,
@@ -113,8 +120,11 @@ int main(int argc, char** argv) {
                "(otherwise narrowed to loopback)")
       ->envname("GRADSYNC_INSECURE_LISTEN_ANYWHERE");
   CLI11_PARSE(app, argc, argv);
-  for (auto [flags, out] : {std::pair{&user_token, &options.auth.user},
-                            std::pair{&worker_token, &options.auth.worker}}) {
+  gradsync::MonitoringOptions monitoring_options;
+  for (auto [flags, out] :
+       {std::pair{&user_token, &options.auth.user},
+        std::pair{&worker_token, &options.auth.worker},
+        std::pair{&metrics_token, &monitoring_options.metrics_token}}) {
     absl::StatusOr<std::string> token = flags->Load();
     if (!token.ok()) {
       std::fprintf(stderr, "gradsync-coordinator: %s\n",
@@ -170,7 +180,16 @@ int main(int argc, char** argv) {
       options.state_dir.empty() ? "in memory" : options.state_dir.c_str());
   std::unique_ptr<gradsync::HttpServer> monitoring;
   if (!http_listen.empty()) {
-    if (options.auth.user.empty() && !insecure_anywhere &&
+    absl::Status planned =
+        gradsync::PlanMonitoring(options.auth.user, options.auth.worker,
+                                 token_dir, options.tls, &monitoring_options);
+    if (!planned.ok()) {
+      std::fprintf(stderr, "gradsync-coordinator: %s\n",
+                   std::string(planned.message()).c_str());
+      return 2;
+    }
+    if (monitoring_options.metrics_token.empty() &&
+        monitoring_options.user_token.empty() && !insecure_anywhere &&
         !gradsync::IsLoopbackAddress(http_listen)) {
       const std::string narrowed = gradsync::LoopbackOf(http_listen);
       std::fprintf(stderr,
@@ -179,18 +198,22 @@ int main(int argc, char** argv) {
                    http_listen.c_str(), narrowed.c_str());
       http_listen = narrowed;
     }
-    auto started = gradsync::StartMonitoring(server->get(), http_listen,
-                                             options.auth.user);
+    monitoring_options.address = http_listen;
+    monitoring_options.any_host = insecure_anywhere;
+    auto started = gradsync::StartMonitoring(server->get(), monitoring_options);
     if (!started.ok()) {
       std::fprintf(stderr, "gradsync-coordinator: %s\n",
                    started.status().ToString().c_str());
       return 1;
     }
     monitoring = std::move(*started);
-    std::fprintf(stderr,
-                 "gradsync-coordinator: monitoring on port %d (/metrics%s)\n",
-                 monitoring->port(),
-                 options.auth.user.empty() ? "" : ", user token required");
+    std::fprintf(
+        stderr, "gradsync-coordinator: monitoring on port %d (%s /metrics%s)\n",
+        monitoring->port(), monitoring->tls() ? "HTTPS" : "HTTP",
+        monitoring_options.metrics_token.empty() &&
+                monitoring_options.user_token.empty()
+            ? ""
+            : ", token required");
   }
   gradsync::WaitForStopSignal();
   std::fprintf(stderr, "gradsync-coordinator: shutting down\n");

@@ -27,8 +27,8 @@ absl::StatusOr<std::string> RandomToken() {
       absl::string_view(reinterpret_cast<const char*>(bytes), sizeof(bytes)));
 }
 
-// The token in `path`, or a new random one written there (0600, never
-// through a link, never over an existing file).
+}  // namespace
+
 absl::StatusOr<std::string> LoadOrCreateToken(const std::string& path,
                                               bool* created) {
   struct stat st;
@@ -44,8 +44,6 @@ absl::StatusOr<std::string> LoadOrCreateToken(const std::string& path,
   *created = true;
   return token;
 }
-
-}  // namespace
 
 bool SplitHostPort(const std::string& address, std::string* host,
                    std::string* port) {

@@ -34,6 +34,12 @@ absl::StatusOr<ListenPlan> PlanListen(const std::string& address,
                                       const std::string& token_dir,
                                       bool insecure_anywhere);
 
+// The token in `path`, or a new random one (64 hex digits) written there
+// (0600, never through a link, never over an existing file); `created` says
+// which. FAILED_PRECONDITION when it cannot be written.
+absl::StatusOr<std::string> LoadOrCreateToken(const std::string& path,
+                                              bool* created);
+
 // Whether a host:port names the loopback interface (127.0.0.0/8,
 // localhost, [::1]).
 bool IsLoopbackAddress(const std::string& address);

@@ -23,6 +23,7 @@ MIN_ACCURACY = 0.60  # 1 epoch on 2,000 images; measured about 0.7
 
 
 USER_TOKEN, WORKER_TOKEN = "e2e-user-token", "e2e-worker-token"
+METRICS_TOKEN = "e2e-metrics-token"
 
 
 class Cluster:
@@ -34,7 +35,7 @@ class Cluster:
         self.bin, self.work = bin_dir, work
         self.procs, self.logs = [], []
         self.worker_count = workers
-        tls = os.path.join(work, "tls")
+        tls = self.tls = os.path.join(work, "tls")
         os.makedirs(tls, exist_ok=True)
         subprocess.run(["sh", os.path.join(os.path.dirname(__file__), "..",
                                            "tools", "make_test_certs.sh"), tls],
@@ -51,7 +52,8 @@ class Cluster:
         security = [
             "--tls-cert", f"{tls}/server.pem", "--tls-key", f"{tls}/server.key",
             "--tls-client-ca", f"{tls}/ca.pem", "--require-worker-cert",
-            "--user-token", USER_TOKEN, "--worker-token", WORKER_TOKEN]
+            "--user-token", USER_TOKEN, "--worker-token", WORKER_TOKEN,
+            "--metrics-token", METRICS_TOKEN]
         if not secure:
             security, self.cli_env, worker_env = [], base, base
         self.coord_log = open(os.path.join(work, "coordinator.log"), "w+")
@@ -302,8 +304,14 @@ def main():
             cluster.cli_env, GRADSYNC_TOKEN=""))
         assert (tokenless.returncode != 0 and
                 "UNAUTHENTICATED" in tokenless.stderr), tokenless
-        print("e2e: TLS, worker certificates and tokens on; plaintext and "
-              "tokenless clients refused")
+        # The read-only metrics token grants nothing on the gRPC port.
+        for args in (("list",), ("cancel", "job-1")):
+            metrics_only = cluster.cli(*args, check=False, env=dict(
+                cluster.cli_env, GRADSYNC_TOKEN=METRICS_TOKEN))
+            assert (metrics_only.returncode != 0 and
+                    "UNAUTHENTICATED" in metrics_only.stderr), metrics_only
+        print("e2e: TLS, worker certificates and tokens on; plaintext, "
+              "tokenless and metrics-token clients refused")
         # 1. Train and check accuracy and per-rank metrics.
         job = json.loads(cluster.cli(
             "--json", "submit", "--name", "e2e", "--dataset", subset,

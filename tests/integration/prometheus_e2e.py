@@ -2,8 +2,9 @@
 """A real Prometheus (Debian's package) scrapes a coordinator's /metrics
 while two gradsync-worker processes train fashion_cnn on a subset of the
 real Fashion-MNIST, and the test reads the gradsync series back through
-Prometheus's own HTTP API: the scrape target is up (with the user token,
-which the port demands), both ranks' steps were recorded while the job ran,
+Prometheus's own HTTP API: the scrape target is up (over HTTPS, as the
+coordinator serves TLS, with the read-only metrics token, which the port
+demands), both ranks' steps were recorded while the job ran,
 the job's evaluation accuracy is the one `gradsync status` reports, and
 the coordinator's gRPC calls are counted. Without the `prometheus` binary
 it exits 77 (skipped), saying why.
@@ -14,6 +15,7 @@ import json
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -22,7 +24,8 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_train import USER_TOKEN, Cluster, prepare_subset  # noqa: E402
+from e2e_train import (METRICS_TOKEN, USER_TOKEN, Cluster,  # noqa: E402
+                       prepare_subset)
 
 SKIP = 77
 
@@ -33,11 +36,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-def http_get(url, token=None, timeout=10):
+def http_get(url, token=None, timeout=10, ca_file=None):
     request = urllib.request.Request(url)
     if token:
         request.add_header("Authorization", f"Bearer {token}")
-    with urllib.request.urlopen(request, timeout=timeout) as response:
+    context = ssl.create_default_context(cafile=ca_file) if ca_file else None
+    with urllib.request.urlopen(request, timeout=timeout,
+                                context=context) as response:
         return response.status, response.read().decode()
 
 
@@ -45,7 +50,7 @@ class Prometheus:
     """A Prometheus server in `work` scraping `target` 4 times a second (a
     short job's ranks are RUNNING for a few seconds only)."""
 
-    def __init__(self, work, target, token):
+    def __init__(self, work, target, token, ca_file):
         self.port = free_port()
         token_file = os.path.join(work, "scrape-token")
         with open(token_file, "w") as f:
@@ -58,6 +63,9 @@ class Prometheus:
   evaluation_interval: 1s
 scrape_configs:
   - job_name: gradsync
+    scheme: https
+    tls_config:
+      ca_file: {ca_file}
     authorization:
       type: Bearer
       credentials_file: {token_file}
@@ -137,18 +145,29 @@ def main():
     ok = False
     try:
         target = f"127.0.0.1:{cluster.http_port}"
-        # The port wants the user token.
+        ca_file = os.path.join(cluster.tls, "ca.pem")
+        # The port speaks HTTPS and wants a token: the metrics token or the
+        # user token (over TLS only).
         try:
-            http_get(f"http://{target}/metrics")
-            raise AssertionError("/metrics answered without the user token")
+            http_get(f"https://{target}/metrics", ca_file=ca_file)
+            raise AssertionError("/metrics answered without a token")
         except urllib.error.HTTPError as e:
             assert e.code == 401, e
-        prometheus = Prometheus(work, target, USER_TOKEN)
+        for token in (METRICS_TOKEN, USER_TOKEN):
+            status, _ = http_get(f"https://{target}/metrics", token,
+                                 ca_file=ca_file)
+            assert status == 200, (token, status)
+        try:
+            http_get(f"http://{target}/metrics", METRICS_TOKEN, timeout=5)
+            raise AssertionError("/metrics answered over plain HTTP")
+        except (urllib.error.URLError, ConnectionError, OSError):
+            pass
+        prometheus = Prometheus(work, target, METRICS_TOKEN, ca_file)
         prometheus.wait_query('up{job="gradsync"}',
                               lambda r: r and r[0][1] == 1, 30,
                               "the scrape target is not up")
         print(f"prometheus_e2e: Prometheus on port {prometheus.port} scrapes "
-              f"{target}/metrics with the user token")
+              f"https://{target}/metrics with the metrics token")
         cluster.wait_workers("WORKER_STATE_IDLE")
         prometheus.wait_query('gradsync_workers{state="IDLE"}',
                               lambda r: r and r[0][1] == 2, 30,
