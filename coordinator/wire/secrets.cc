@@ -1,5 +1,6 @@
 #include "coordinator/wire/secrets.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -18,6 +19,28 @@ bool KeysEqual(absl::string_view a, absl::string_view b) {
   return diff == 0;
 }
 
+namespace {
+
+// At least kMinTokenLength printable ASCII characters, none of them a space
+// ("" = no token passes through).
+constexpr size_t kMinTokenLength = 8;
+
+absl::StatusOr<std::string> CheckToken(std::string token,
+                                       const std::string& what) {
+  if (token.empty()) return token;
+  const bool printable = std::all_of(
+      token.begin(), token.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+  if (!printable || token.size() < kMinTokenLength) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": a token is at least ", kMinTokenLength,
+        " printable characters with no spaces or control characters (make "
+        "one with: openssl rand -hex 32)"));
+  }
+  return token;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> LoadToken(const std::string& value,
                                       const std::string& file,
                                       const std::string& what) {
@@ -25,7 +48,7 @@ absl::StatusOr<std::string> LoadToken(const std::string& value,
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": give the token or a token file, not both"));
   }
-  if (file.empty()) return value;
+  if (file.empty()) return CheckToken(value, what);
   std::ifstream in(file);
   if (!in) {
     return absl::NotFoundError(
@@ -38,7 +61,7 @@ absl::StatusOr<std::string> LoadToken(const std::string& value,
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": token file ", file, " is empty"));
   }
-  return token;
+  return CheckToken(std::move(token), what);
 }
 
 std::string RedactSecrets(std::string text,

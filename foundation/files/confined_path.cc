@@ -50,9 +50,11 @@ absl::Status CheckUnderRoots(const std::string& field, const std::string& path,
     }
     if (IsPathUnder(resolved, resolved_root)) return absl::OkStatus();
   }
-  return absl::PermissionDeniedError(absl::StrCat(
-      field, " ", path, " (", resolved.string(), ") is outside the ",
-      roots_name, " (", absl::StrJoin(roots, ", "), ")"));
+  // What it resolved to stays out of the message: it can name the
+  // server's own files (/proc/self/fd/N is its database).
+  return absl::PermissionDeniedError(
+      absl::StrCat(field, " ", path, " is outside the ", roots_name, " (",
+                   absl::StrJoin(roots, ", "), ")"));
 }
 
 absl::StatusOr<std::string> ResolveUnderRoot(const std::string& field,

@@ -24,8 +24,9 @@ bool IsPathUnder(const std::filesystem::path& path,
                  const std::filesystem::path& root);
 
 // OK when `roots` is empty or `path` resolves under one of them; else
-// PERMISSION_DENIED naming `field`, the path, what it resolved to and the
-// roots (called `roots_name`). INVALID_ARGUMENT when a root itself cannot be
+// PERMISSION_DENIED naming `field`, the path as given (never what it
+// resolved to, which may be the server's own file) and the roots (called
+// `roots_name`). INVALID_ARGUMENT when a root itself cannot be
 // resolved.
 absl::Status CheckUnderRoots(const std::string& field, const std::string& path,
                              const std::vector<std::string>& roots,

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "coordinator/control/coordinator.h"
 #include "foundation/files/confined_path.h"
@@ -44,6 +46,19 @@ TEST(DataRootsTest, PathsUnderARootPassOthersAreDenied) {
     EXPECT_NE(s.message().find("outside the data roots"), std::string::npos)
         << s.message();
   }
+  // What a path resolves to is never told: /proc/self/fd/N would name the
+  // server's own open files (its SQLite database).
+  const std::string own = base + "/own-database.sqlite";
+  std::ofstream(own) << "x";
+  std::FILE* open_file = std::fopen(own.c_str(), "r");
+  ASSERT_NE(open_file, nullptr);
+  const std::string fd_path =
+      "/proc/self/fd/" + std::to_string(fileno(open_file));
+  absl::Status s = CheckUnderRoots("dataset.path", fd_path, roots);
+  std::fclose(open_file);
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(s.message().find(fd_path), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find("own-database"), std::string::npos) << s.message();
   // A second root admits its own paths.
   EXPECT_TRUE(CheckUnderRoots("dataset.path", base + "/data2/set",
                               {root, base + "/data2"})

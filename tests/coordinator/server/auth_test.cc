@@ -150,13 +150,23 @@ TEST(AuthOpenTest, EmptyTokensLeaveTheServicesOpen) {
 
 TEST(LoadTokenTest, ValueFileAndErrors) {
   EXPECT_EQ(*LoadToken("", "", "--token"), "");
-  EXPECT_EQ(*LoadToken("abc", "", "--token"), "abc");
+  EXPECT_EQ(*LoadToken("abcdefgh", "", "--token"), "abcdefgh");
+  // Spaces, control characters and short tokens are refused, naming the
+  // option.
+  for (const char* weak :
+       {" ", "  ", "abc", "abcd efgh", "abcdefg\x01", "\tabcdefgh"}) {
+    absl::StatusOr<std::string> refused = LoadToken(weak, "", "--token");
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument)
+        << weak;
+    EXPECT_NE(refused.status().message().find("--token"), std::string::npos);
+  }
   const std::string dir = ::testing::TempDir() + "/gradsync_token_test";
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/t") << "from-file\n";
   EXPECT_EQ(*LoadToken("", dir + "/t", "--token"), "from-file");
 
-  absl::StatusOr<std::string> both = LoadToken("abc", dir + "/t", "--token");
+  absl::StatusOr<std::string> both =
+      LoadToken("abcdefgh", dir + "/t", "--token");
   EXPECT_EQ(both.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(both.status().message().find("not both"), std::string::npos);
   absl::StatusOr<std::string> missing = LoadToken("", dir + "/nope", "--token");
@@ -164,6 +174,9 @@ TEST(LoadTokenTest, ValueFileAndErrors) {
   EXPECT_NE(missing.status().message().find(dir + "/nope"), std::string::npos);
   std::ofstream(dir + "/empty") << " \n";
   EXPECT_EQ(LoadToken("", dir + "/empty", "--token").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  std::ofstream(dir + "/spaces") << "  x \n";
+  EXPECT_EQ(LoadToken("", dir + "/spaces", "--token").status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
