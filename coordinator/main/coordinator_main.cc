@@ -106,6 +106,11 @@ int main(int argc, char** argv) {
                  "with no tokens given: read both from DIR/user-token and "
                  "DIR/worker-token, creating them (random, 0600) if missing")
       ->envname("GRADSYNC_TOKEN_DIR");
+  std::string share_worker_token;
+  app.add_option("--share-worker-token", share_worker_token,
+                 "also write the worker token to DIR/worker-token (0600), "
+                 "for workers to mount without the user token")
+      ->envname("GRADSYNC_SHARE_WORKER_TOKEN");
   std::string http_listen;
   app.add_option("--http-listen", http_listen,
                  "host:port for the monitoring pages (Prometheus /metrics); "
@@ -146,6 +151,15 @@ int main(int argc, char** argv) {
   options.auth.worker = plan->worker_token;
   if (!plan->note.empty()) {
     std::fprintf(stderr, "gradsync-coordinator: %s\n", plan->note.c_str());
+  }
+  if (!share_worker_token.empty()) {
+    absl::Status shared = gradsync::ShareToken(
+        share_worker_token + "/worker-token", options.auth.worker);
+    if (!shared.ok()) {
+      std::fprintf(stderr, "gradsync-coordinator: --share-worker-token: %s\n",
+                   std::string(shared.message()).c_str());
+      return 2;
+    }
   }
 
   int first = 0, last = 0;

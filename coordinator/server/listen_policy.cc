@@ -45,6 +45,18 @@ absl::StatusOr<std::string> LoadOrCreateToken(const std::string& path,
   return token;
 }
 
+absl::Status ShareToken(const std::string& path, const std::string& token) {
+  if (token.empty()) {
+    return absl::FailedPreconditionError(
+        "there is no worker token to share (set tokens or --token-dir)");
+  }
+  if (absl::Status s = ReplaceFileDurably(path, token + "\n", 0600); !s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot write ", path, ": ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
 bool SplitHostPort(const std::string& address, std::string* host,
                    std::string* port) {
   const size_t colon = address.rfind(':');

@@ -40,6 +40,11 @@ absl::StatusOr<ListenPlan> PlanListen(const std::string& address,
 absl::StatusOr<std::string> LoadOrCreateToken(const std::string& path,
                                               bool* created);
 
+// Writes `token` to `path` (0600, replacing what is there, never through a
+// link), for another party to read that one token. FAILED_PRECONDITION when
+// there is no token to share or it cannot be written.
+absl::Status ShareToken(const std::string& path, const std::string& token);
+
 // Whether a host:port names the loopback interface (127.0.0.0/8,
 // localhost, [::1]).
 bool IsLoopbackAddress(const std::string& address);

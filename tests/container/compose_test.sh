@@ -289,19 +289,33 @@ python3 -c "import sys; sys.exit(0 if $accuracy >= $MIN_ACCURACY else 1)" \
 [ "$ranks" = "0 1" ] || fail "job 1: expected metrics from ranks 0 and 1, got '$ranks'"
 
 # The published monitoring port: Prometheus text with the job, only with
-# the user token.
+# the metrics token (the coordinator created it in /tokens); the user token
+# is refused on this plain-HTTP port.
 metrics_url="http://127.0.0.1:$HTTP_PORT/metrics"
-code=$(python3 -c "import sys, urllib.request, urllib.error
-try: urllib.request.urlopen(sys.argv[1], timeout=10); print(200)
-except urllib.error.HTTPError as e: print(e.code)" "$metrics_url")
-[ "$code" = 401 ] || fail "/metrics without the user token answered $code, not 401"
-metrics=$(python3 -c "import os, sys, urllib.request
-r = urllib.request.Request(sys.argv[1], headers={'Authorization': 'Bearer ' + os.environ['GRADSYNC_TOKEN']})
-print(urllib.request.urlopen(r, timeout=10).read().decode())" "$metrics_url") \
-  || fail "cannot read $metrics_url with the user token"
+METRICS_TOKEN=$("${ENGINE[@]}" exec "$(containers coordinator | head -1)" \
+                cat /tokens/metrics-token) || fail "no /tokens/metrics-token"
+http_code() {  # http_code URL [TOKEN]
+  python3 -c "import sys, urllib.request, urllib.error
+h = {'Authorization': 'Bearer ' + sys.argv[2]} if len(sys.argv) > 2 else {}
+try: urllib.request.urlopen(urllib.request.Request(sys.argv[1], headers=h), timeout=10); print(200)
+except urllib.error.HTTPError as e: print(e.code)" "$@"
+}
+code=$(http_code "$metrics_url")
+[ "$code" = 401 ] || fail "/metrics without a token answered $code, not 401"
+code=$(http_code "$metrics_url" "$GRADSYNC_TOKEN")
+[ "$code" = 401 ] || fail "/metrics over plain HTTP with the user token answered $code, not 401"
+metrics=$(python3 -c "import sys, urllib.request
+r = urllib.request.Request(sys.argv[1], headers={'Authorization': 'Bearer ' + sys.argv[2]})
+print(urllib.request.urlopen(r, timeout=10).read().decode())" "$metrics_url" "$METRICS_TOKEN") \
+  || fail "cannot read $metrics_url with the metrics token"
 echo "$metrics" | grep -q "^gradsync_job_info{job_id=\"$JOB1\".*state=\"SUCCEEDED\"} 1$" \
   || fail "/metrics does not show job 1 SUCCEEDED: $(echo "$metrics" | grep gradsync_job_info)"
-log "monitoring port $HTTP_PORT: 401 without the token; /metrics shows job 1 SUCCEEDED"
+log "monitoring port $HTTP_PORT: 401 without a token and for the user token; /metrics with the metrics token shows job 1 SUCCEEDED"
+# Workers hold the worker token alone.
+worker_tokens=$("${ENGINE[@]}" exec "$(containers worker | head -1)" ls /tokens)
+[ "$worker_tokens" = "worker-token" ] \
+  || fail "a worker container sees these tokens: $worker_tokens"
+log "a worker container holds the worker token alone"
 
 # The coordinator's data root (/data, from the compose file) holds.
 if refused=$(cli submit --name ctest-escape --model fashion_cnn \

@@ -46,6 +46,8 @@ def secret_names(pod_spec):
 def check_common(text, objects):
     kinds = sorted((o["kind"], o["metadata"]["name"]) for o in objects)
     assert kinds == [("Deployment", "gradsync-worker"),
+                     ("NetworkPolicy", "gradsync-coordinator"),
+                     ("NetworkPolicy", "gradsync-worker"),
                      ("PersistentVolumeClaim", "gradsync-data"),
                      ("Service", "gradsync-coordinator"),
                      ("StatefulSet", "gradsync-coordinator")], kinds
@@ -82,6 +84,26 @@ def check_common(text, objects):
     assert {"name": "metrics", "containerPort": 9464} in c["ports"], c["ports"]
     assert {"name": "metrics", "port": 9464, "targetPort": "metrics"} in \
         service["spec"]["ports"], service["spec"]["ports"]
+
+    # The read-only metrics token, from the Secret too.
+    assert env["GRADSYNC_METRICS_TOKEN_FILE"]["value"].startswith(
+        "/etc/gradsync/"), env
+    # Network policies: gRPC from workers and labelled clients, the
+    # monitoring port from labelled scrapers only, workers from workers.
+    policy = by_kind(objects, "NetworkPolicy", "gradsync-coordinator")
+    assert policy["spec"]["podSelector"]["matchLabels"] == \
+        coord["spec"]["template"]["metadata"]["labels"]
+    rules = {r["ports"][0]["port"]: r["from"]
+             for r in policy["spec"]["ingress"]}
+    assert set(rules) == {50051, 9464}, rules
+    assert rules[9464] == [{"namespaceSelector": {}, "podSelector": {
+        "matchLabels": {"gradsync.io/scraper": "true"}}}], rules[9464]
+    assert {"podSelector": {"matchLabels": {
+        "app.kubernetes.io/name": "gradsync-worker"}}} in rules[50051]
+    wpolicy = by_kind(objects, "NetworkPolicy", "gradsync-worker")
+    assert wpolicy["spec"]["ingress"] == [{"from": [{"podSelector": {
+        "matchLabels": {"app.kubernetes.io/name": "gradsync-worker"}}}]}], \
+        wpolicy["spec"]
 
     worker = by_kind(objects, "Deployment", "gradsync-worker")
     wpod = worker["spec"]["template"]["spec"]
@@ -135,6 +157,8 @@ def main():
     cenv = env_of(cpod["containers"][0])
     assert cenv["GRADSYNC_REQUIRE_WORKER_CERT"]["value"] == "true"
     assert "gradsync-tls-server" in secret_names(cpod)
+    # (The monitoring port follows GRADSYNC_TLS_CERT: HTTPS.)
+    assert cenv["GRADSYNC_TLS_CERT"]["value"].startswith("/etc/gradsync/")
     wpod = worker["spec"]["template"]["spec"]
     assert "GRADSYNC_TLS_CLIENT_CERT" in env_of(wpod["containers"][0])
     assert "gradsync-tls-worker" in secret_names(wpod)

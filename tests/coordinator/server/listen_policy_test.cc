@@ -90,5 +90,30 @@ TEST(ListenPolicyTest, TokenDirCreatesThenReusesPrivateTokens) {
   EXPECT_FALSE(PlanListen("0.0.0.0:1", "", "", other + "/tokens", false).ok());
 }
 
+// Compose mounts only the worker token into workers: the coordinator
+// writes a copy of it alone (finding 13: workers saw the user token).
+TEST(ListenPolicyTest, ShareTokenWritesThatTokenAlone) {
+  const std::string dir = UniqueTempDir("shared");
+  ASSERT_TRUE(ShareToken(dir + "/worker-token", "worker-secret").ok());
+  std::ifstream in(dir + "/worker-token");
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "worker-secret");
+  struct stat st;
+  ASSERT_EQ(::stat((dir + "/worker-token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // A new token replaces the old one; a planted link is replaced, not
+  // followed.
+  ASSERT_TRUE(ShareToken(dir + "/worker-token", "rotated-secret").ok());
+  fs::create_symlink(dir + "/elsewhere", dir + "/link");
+  ASSERT_TRUE(ShareToken(dir + "/link", "worker-secret").ok());
+  EXPECT_FALSE(fs::exists(dir + "/elsewhere"));
+  EXPECT_FALSE(fs::is_symlink(dir + "/link"));
+  EXPECT_EQ(ShareToken(dir + "/worker-token", "").code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ShareToken(dir + "/missing/worker-token", "w").code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace gradsync::testing
