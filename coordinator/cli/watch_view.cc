@@ -1,6 +1,7 @@
 #include "coordinator/cli/watch_view.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -9,6 +10,16 @@
 
 namespace gradsync::cli {
 
+namespace {
+
+std::pair<int64_t, int> NewestTransition(const v1::Job& job) {
+  if (job.transitions().empty()) return {0, 0};
+  const v1::Transition& t = *job.transitions().rbegin();
+  return {t.time_unix_ms(), t.to()};
+}
+
+}  // namespace
+
 std::vector<std::string> WatchView::Apply(const v1::JobEvent& event) {
   std::vector<std::string> log;
   if (event.has_summary() && event.summary().ranks_size() > 0) {
@@ -16,9 +27,11 @@ std::vector<std::string> WatchView::Apply(const v1::JobEvent& event) {
   }
   switch (event.event_case()) {
     case v1::JobEvent::kJob: {
+      // A new transition, by its time and state (events carry the newest
+      // transitions only: their count says nothing).
       const bool changed =
           !have_job_ || event.job().state() != job_.state() ||
-          event.job().transitions_size() != job_.transitions_size();
+          NewestTransition(event.job()) != NewestTransition(job_);
       job_ = event.job();
       have_job_ = true;
       if (changed) {

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/control/coordinator_internal.h"
+#include "coordinator/control/job_views.h"
 
 namespace gradsync {
 
@@ -129,6 +130,10 @@ v1::Job Coordinator::Snapshot(const JobEntry& entry) const {
   return job;
 }
 
+v1::Job Coordinator::EventSnapshot(const JobEntry& entry) const {
+  return Abridged(Snapshot(entry));
+}
+
 void Coordinator::Persist(JobEntry& entry) {
   if (persister_ == nullptr) return;
   persister_->Save(entry.job);
@@ -166,7 +171,7 @@ void Coordinator::OnPersisted(const std::string& job_id,
   if (error == entry.persist_error) return;
   entry.persist_error = error;
   v1::JobEvent event;
-  *event.mutable_job() = Snapshot(entry);
+  *event.mutable_job() = EventSnapshot(entry);
   *event.mutable_summary() = event.job().metrics();
   entry.events->Append(std::move(event));
 }
@@ -198,7 +203,7 @@ void Coordinator::Transition(JobEntry& entry, v1::JobState to,
       ports_.Release(job.master_addr(), job.master_port());
   }
   v1::JobEvent event;
-  *event.mutable_job() = Snapshot(entry);
+  *event.mutable_job() = EventSnapshot(entry);
   *event.mutable_summary() = event.job().metrics();
   entry.events->Append(std::move(event));
   if (IsTerminal(to)) entry.events->Close();

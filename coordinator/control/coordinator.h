@@ -85,6 +85,9 @@ struct CoordinatorOptions {
   absl::Duration reconnect_grace = absl::Seconds(30);
   // Upper bound for any blocking call (store get/wait, barrier).
   absl::Duration max_wait = absl::Minutes(10);
+  // A ListJobs page ends before its jobs (abridged, job_views.h) would
+  // pass this many bytes; it always holds at least one job.
+  size_t max_list_page_bytes = 4 << 20;
   // Run the failure detector on a background thread. Tests that drive
   // SweepDeadWorkers() themselves turn it off.
   bool run_failure_detector = true;
@@ -122,9 +125,10 @@ class Coordinator {
   // The job's log lines (job_logs.h; GetJobLogsRequest's fields).
   absl::StatusOr<v1::GetJobLogsResponse> GetJobLogs(
       const v1::GetJobLogsRequest& request);
-  // Jobs newest first, `page_size` of them (0 = kDefaultPageSize, at most
-  // kMaxPageSize) after `page_token` (a next_page_token from an earlier
-  // page; INVALID_ARGUMENT when it is not one). Pages stay consistent
+  // Jobs newest first, abridged (job_views.h), `page_size` of them (0 =
+  // kDefaultPageSize, at most kMaxPageSize; fewer when the page would pass
+  // max_list_page_bytes) after `page_token` (a next_page_token from an
+  // earlier page; INVALID_ARGUMENT when it is not one). Pages stay consistent
   // while jobs are added or deleted: a token names where the last page
   // ended, not an offset.
   static constexpr int kDefaultPageSize = 100;
@@ -312,6 +316,9 @@ class Coordinator {
   void Forget(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes finished jobs beyond max_finished_jobs or finished_job_ttl.
   void EnforceRetention(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Snapshot, abridged (job_views.h): what a job event carries.
+  v1::Job EventSnapshot(const JobEntry& entry) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Job Snapshot(const JobEntry& entry) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string DescribeRank(const JobEntry& entry, int rank) const

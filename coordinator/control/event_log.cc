@@ -6,11 +6,21 @@
 namespace gradsync {
 
 void EventLog::Append(v1::JobEvent event) {
+  const size_t size = event.ByteSizeLong();
   absl::MutexLock lock(&mu_);
   if (closed_) return;
   events_.push_back(std::move(event));
-  if (events_.size() > kCapacity) {
+  sizes_.push_back(size);
+  bytes_ += size;
+  Trim(kCapacity, kMaxBytes);
+}
+
+void EventLog::Trim(size_t capacity, size_t max_bytes) {
+  while (events_.size() > 1 &&
+         (events_.size() > capacity || bytes_ > max_bytes)) {
     events_.pop_front();
+    bytes_ -= sizes_.front();
+    sizes_.pop_front();
     ++first_seq_;
   }
 }
@@ -18,13 +28,16 @@ void EventLog::Append(v1::JobEvent event) {
 void EventLog::Close() {
   absl::MutexLock lock(&mu_);
   closed_ = true;
-  // Every event carries a job snapshot; a finished job's watchers need only
-  // the tail (a new watcher starts from the snapshot anyway).
-  while (events_.size() > kClosedCapacity) {
-    events_.pop_front();
-    ++first_seq_;
-  }
+  // A finished job's watchers need only the tail (a new watcher starts
+  // from the job's record anyway).
+  Trim(kClosedCapacity, kClosedMaxBytes);
   events_.shrink_to_fit();
+  sizes_.shrink_to_fit();
+}
+
+size_t EventLog::bytes() const {
+  absl::MutexLock lock(&mu_);
+  return bytes_;
 }
 
 uint64_t EventLog::EndCursor() const {

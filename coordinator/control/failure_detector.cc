@@ -112,7 +112,7 @@ void Coordinator::DetectStalls(absl::Time now) {
     absl::FPrintF(stderr, "coordinator: job %s %s\n", job.id(),
                   stall.empty() ? "no longer stalled" : "stalled: " + stall);
     v1::JobEvent event;
-    *event.mutable_job() = Snapshot(entry);
+    *event.mutable_job() = EventSnapshot(entry);
     *event.mutable_summary() = event.job().metrics();
     entry.events->Append(std::move(event));
   }

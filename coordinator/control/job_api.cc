@@ -15,6 +15,7 @@
 #include "coordinator/control/coordinator_internal.h"
 #include "coordinator/control/job_spec.h"
 #include "coordinator/control/job_state.h"
+#include "coordinator/control/job_views.h"
 #include "foundation/data_index/data_roots.h"
 #include "foundation/data_index/image_folder_index.h"
 #include "foundation/data_index/synthetic_presets.h"
@@ -214,10 +215,14 @@ absl::StatusOr<Coordinator::JobPage> Coordinator::ListJobs(
   absl::MutexLock lock(&mu_);
   JobPage page;
   auto it = by_seq_.lower_bound(before);
+  size_t bytes = 0;
   while (it != by_seq_.begin() &&
          static_cast<int>(page.jobs.size()) < page_size) {
+    v1::Job job = Abridged(Snapshot(*std::prev(it)->second));
+    bytes += job.ByteSizeLong();
+    if (!page.jobs.empty() && bytes > options_.max_list_page_bytes) break;
     --it;
-    page.jobs.push_back(Snapshot(*it->second));
+    page.jobs.push_back(std::move(job));
   }
   if (it != by_seq_.begin() && !page.jobs.empty()) {
     page.next_page_token = page.jobs.back().id();

@@ -67,5 +67,28 @@ TEST(EventLogTest, CloseKeepsOnlyTheTail) {
   EXPECT_TRUE(b.closed);
 }
 
+// Large events are kept within kMaxBytes (kClosedMaxBytes once closed),
+// oldest dropped first; the newest stays whatever its size.
+TEST(EventLogTest, KeepsEventsWithinItsByteLimit) {
+  EventLog log;
+  v1::JobEvent big;
+  big.mutable_job()->set_message(std::string(1 << 20, 'm'));
+  for (int i = 0; i < 40; ++i) {
+    big.mutable_job()->set_attempt(i);
+    log.Append(big);
+  }
+  EXPECT_LE(log.bytes(), EventLog::kMaxBytes);
+  EXPECT_EQ(log.EndCursor(), 40u);
+  EventLog::Batch b = log.Read(0, absl::Now());
+  ASSERT_FALSE(b.events.empty());
+  EXPECT_LT(b.events.size(), 17u);
+  EXPECT_EQ(b.events.back().job().attempt(), 39);
+  log.Close();
+  EXPECT_LE(log.bytes(), EventLog::kClosedMaxBytes + (1u << 20) + 64);
+  b = log.Read(0, absl::Now());
+  ASSERT_EQ(b.events.size(), 1u);
+  EXPECT_EQ(b.events[0].job().attempt(), 39);
+}
+
 }  // namespace
 }  // namespace gradsync

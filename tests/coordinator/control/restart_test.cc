@@ -10,6 +10,8 @@
 #include <map>
 
 #include "absl/time/clock.h"
+#include "coordinator/control/event_log.h"
+#include "coordinator/control/job_views.h"
 #include "coordinator/server/auth.h"
 #include "coordinator/wire/secrets.h"
 #include "tests/fakes/test_cluster.h"
@@ -143,6 +145,57 @@ TEST_F(RestartOfTwoWorkersTest, TheRestartLimitEndsTheJob) {
             std::string::npos)
       << failed.message();
   EXPECT_EQ(failed.attempts_size(), 2);
+}
+
+// Finding (issue 39, 2): every state change copied the whole job into its
+// event, so a job with many failed attempts held O(attempts^2) bytes of
+// events and grew listing pages without bound. Events and ListJobs carry
+// abridged copies (job_views.h); GetJob keeps the whole record.
+TEST_F(RestartOfTwoWorkersTest, ManyFailedAttemptsKeepEventsAndListingSmall) {
+  v1::JobSpec spec = c.Spec(2);
+  spec.set_max_restarts(60);
+  v1::Job job = c.Submit(spec);
+  constexpr int kAttempts = 30;
+  for (int attempt = 1; attempt <= kAttempts; ++attempt) {
+    w0.AwaitAssignment();
+    w1.AwaitAssignment();
+    ASSERT_EQ(w1.task()->attempt(), attempt);
+    // Distinct 4 KB errors (the same one twice would end the job).
+    ASSERT_TRUE(w1.Complete(false, "UNAVAILABLE: attempt " +
+                                       std::to_string(attempt) + " " +
+                                       std::string(4000, 'e'))
+                    .ok());
+    StopAndIdle(w0);
+    v1::HeartbeatResponse r;
+    ASSERT_TRUE(w1.Heartbeat(&r).ok());
+  }
+  const v1::Job whole = c.Get(job.id());
+  EXPECT_FALSE(whole.abridged());
+  EXPECT_EQ(whole.attempts_size(), kAttempts + 1);  // and the pending one
+  EXPECT_GT(whole.ByteSizeLong(), size_t{200} << 10);
+
+  absl::StatusOr<std::shared_ptr<EventLog>> log =
+      c.server().coordinator().JobEvents(job.id());
+  ASSERT_TRUE(log.ok());
+  EventLog::Batch events = (*log)->Read(0, absl::Now());
+  int job_events = 0;
+  for (const v1::JobEvent& event : events.events) {
+    if (!event.has_job()) continue;
+    ++job_events;
+    EXPECT_TRUE(event.job().abridged());
+    EXPECT_LE(event.job().attempts_size(), kAbridgedAttempts);
+    EXPECT_LT(event.ByteSizeLong(), size_t{40} << 10);
+  }
+  EXPECT_GE(job_events, 2 * kAttempts);
+  EXPECT_LT((*log)->bytes(), size_t{4} << 20);
+
+  v1::ListJobsResponse listed;
+  ASSERT_TRUE(
+      c.jobs().ListJobs(Ctx().get(), v1::ListJobsRequest(), &listed).ok());
+  ASSERT_EQ(listed.jobs_size(), 1);
+  EXPECT_TRUE(listed.jobs(0).abridged());
+  EXPECT_EQ(listed.jobs(0).ledger_size(), 0);
+  EXPECT_LT(listed.jobs(0).ByteSizeLong(), size_t{40} << 10);
 }
 
 // Finding: a job that fails the same way on every attempt (a batch that
@@ -297,8 +350,7 @@ TEST(CoordinatorRestartTest, AFinishedJobKeepsItsCurveAndLog) {
   v1::GetJobCurvesRequest curves_request;
   curves_request.set_job_id(job_id);
   v1::JobCurves curves;
-  ASSERT_TRUE(
-      c.jobs().GetJobCurves(Ctx().get(), curves_request, &curves).ok());
+  ASSERT_TRUE(c.jobs().GetJobCurves(Ctx().get(), curves_request, &curves).ok());
   ASSERT_EQ(curves.train_size(), 3);
   EXPECT_EQ(curves.train(2).step(), 3);
   v1::GetJobLogsRequest logs_request;
