@@ -172,12 +172,25 @@ absl::StatusOr<Image> DecodeImageBytes(const std::string& bytes, int channels,
                      " pixels, more than the limit of ", limits.max_pixels,
                      " (--max-image-pixels; a decompression bomb?)"));
   };
-  if (const std::optional<DeclaredSize> size = ReadDeclaredSize(bytes)) {
-    if (size->width > 0 && size->height > 0 &&
-        (size->width > limits.max_pixels || size->height > limits.max_pixels ||
-         size->width * size->height > limits.max_pixels)) {
-      return too_large(absl::StrCat(size->width, "x", size->height));
-    }
+  // Only formats whose header was read go to a decoder: OpenCV opens
+  // others by their content, whatever the file is called, and allocates
+  // what they declare.
+  const std::optional<DeclaredSize> size = ReadDeclaredSize(bytes);
+  if (!size.has_value()) {
+    const absl::string_view format = UncheckedFormatName(bytes);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "image ", path, " is ",
+        format.empty() ? "not an image the loader reads"
+                       : absl::StrCat("a ", format,
+                                      " file, a format the loader does not "
+                                      "decode"),
+        " (it decodes PNG, JPEG, BMP, PBM/PGM/PPM, WebP and TIFF, after "
+        "checking the size their header declares; a cut-short header is "
+        "refused too)"));
+  }
+  if (size->width > limits.max_pixels || size->height > limits.max_pixels ||
+      size->width * size->height > limits.max_pixels) {
+    return too_large(absl::StrCat(size->width, "x", size->height));
   }
 #if GRADSYNC_WITH_TURBOJPEG
   Image decoded;

@@ -3,8 +3,11 @@
 // alone) with OpenCV where built with it. Errors name the file: unreadable,
 // not a regular file, larger than the byte limit, declaring more pixels than
 // the pixel limit (checked from the header before any decoder allocates:
-// decompression bombs), empty, truncated, not an image, or a format this
-// build cannot decode (UNIMPLEMENTED, naming the CMake option). OpenCV
+// decompression bombs), empty, truncated, not an image, in a format whose
+// header the loader does not check (INVALID_ARGUMENT naming the format:
+// only PNG, JPEG, BMP, PBM/PGM/PPM, WebP and classic TIFF reach a decoder,
+// whatever the file's extension), or a format this build cannot decode
+// (UNIMPLEMENTED, naming the CMake option). OpenCV
 // exceptions are caught here.
 //
 // Pure functions; thread-safe.

@@ -161,4 +161,29 @@ std::optional<DeclaredSize> ReadDeclaredSize(absl::string_view bytes) {
   return std::nullopt;
 }
 
+absl::string_view UncheckedFormatName(absl::string_view bytes) {
+  struct Signature {
+    absl::string_view magic;
+    absl::string_view name;
+  };
+  static constexpr Signature kSignatures[] = {
+      {absl::string_view("II+\0", 4), "BigTIFF"},
+      {absl::string_view("MM\0+", 4), "BigTIFF"},
+      {"P7", "PAM (P7)"},
+      {"PF", "PFM"},
+      {"Pf", "PFM"},
+      {"#?RADIANCE", "Radiance HDR"},
+      {"#?RGBE", "Radiance HDR"},
+      {"\x76\x2f\x31\x01", "OpenEXR"},
+      {absl::string_view("\0\0\0\x0cjP  ", 8), "JPEG 2000"},
+      {"\xff\x4f\xff\x51", "JPEG 2000"},
+      {"\x59\xa6\x6a\x95", "Sun raster"},
+      {"GIF8", "GIF"},
+  };
+  for (const Signature& s : kSignatures) {
+    if (absl::StartsWith(bytes, s.magic)) return s.name;
+  }
+  return "";
+}
+
 }  // namespace gradsync

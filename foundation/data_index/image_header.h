@@ -19,7 +19,13 @@ struct DeclaredSize {
 };
 
 // The header's width and height; nullopt when `bytes` is none of the formats
-// above or its header is cut short (the decoder then reports what it finds).
+// above or its header is cut short. The loader decodes nothing else.
 std::optional<DeclaredSize> ReadDeclaredSize(absl::string_view bytes);
+
+// The name of a format a decoder (OpenCV) would open by its content but
+// whose size ReadDeclaredSize does not read (BigTIFF, PAM, PFM, Radiance
+// HDR, OpenEXR, JPEG 2000, Sun raster, GIF), for the refusal; "" for
+// anything else.
+absl::string_view UncheckedFormatName(absl::string_view bytes);
 
 }  // namespace gradsync

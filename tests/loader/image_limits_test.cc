@@ -57,6 +57,52 @@ TEST(ImageLimitsTest, BombsAreRefusedFromTheirHeaders) {
       << tiny.status();
 }
 
+// Finding (issue 39, 3): a 875 KB BigTIFF declaring 30000x30000 took a
+// worker to 4.69 GB, and a PAM named .pgm decoded past the limit: the
+// header check knew neither, and OpenCV opens both by content. Only
+// formats whose header was checked reach a decoder; the rest are refused
+// by name, whatever the file is called.
+TEST(ImageLimitsTest, FormatsWithUncheckedHeadersAreRefusedByName) {
+  // BigTIFF: "II", 43, offset size 8, then the first IFD at 16 with
+  // ImageWidth and ImageLength as LONG8 (type 16) values.
+  std::string big_tiff("II+\0\x08\0\0\0", 8);
+  auto le = [](uint64_t v, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out.push_back(char((v >> (8 * i)) & 0xff));
+    return out;
+  };
+  big_tiff += le(16, 8) + le(2, 8);
+  for (uint16_t tag : {256, 257}) {
+    big_tiff += le(tag, 2) + le(16, 2) + le(1, 8) + le(30000, 8);
+  }
+  big_tiff += le(0, 8) + std::string(1 << 16, '\0');
+  const std::pair<std::string, std::string> cases[] = {
+      {"bomb.tif", big_tiff},
+      {"bomb.pgm",
+       "P7\nWIDTH 30000\nHEIGHT 30000\nDEPTH 1\nMAXVAL 255\nTUPLTYPE "
+       "GRAYSCALE\nENDHDR\n" +
+           std::string(4096, '\0')},
+      {"bomb.ppm", "PF\n30000 30000\n-1.0\n" + std::string(4096, '\0')},
+      {"bomb.png", "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 30000 +X 30000\n"},
+      {"picture.jpg", "GIF89a" + std::string(64, '\0')},
+  };
+  const char* names[] = {"BigTIFF", "PAM (P7)", "PFM", "Radiance HDR", "GIF"};
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const std::string path = TempPath(cases[i].first);
+    std::ofstream(path, std::ios::binary) << cases[i].second;
+    const absl::StatusOr<Image> image = DecodeImageFile(path, 0);
+    ExpectRefused(image, absl::StatusCode::kInvalidArgument, path);
+    ExpectRefused(image, absl::StatusCode::kInvalidArgument,
+                  absl::StrCat("a ", names[i], " file"));
+  }
+  // Bytes that are no format at all, or a header cut short.
+  ExpectRefused(DecodeImageBytes("not an image", 0, "junk.png"),
+                absl::StatusCode::kInvalidArgument,
+                "junk.png is not an image the loader reads");
+  ExpectRefused(DecodeImageBytes(PngHeader(10, 10).substr(0, 20), 0, "cut.png"),
+                absl::StatusCode::kInvalidArgument, "cut.png");
+}
+
 TEST(ImageLimitsTest, OnlyRegularFilesWithinTheByteLimitAreRead) {
   const std::string fifo = TempPath("x.png");
   fs::remove(fifo);
