@@ -63,6 +63,9 @@ class SoloComm : public Communicator {
     Enter();
     return std::vector<std::string>{mine};
   }
+
+ protected:
+  void AbortTransport() override {}  // nothing is ever in flight
 };
 
 }  // namespace

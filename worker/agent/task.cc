@@ -51,6 +51,13 @@ v1::TaskRef Task::Ref() const {
   return ref;
 }
 
+void Task::Cancel() {
+  cancel_ = true;
+  // comm_owned_ keeps it alive until this task is destroyed, on the
+  // agent's thread, as this call is.
+  if (Communicator* c = comm_.load()) c->Abort();
+}
+
 int64_t Task::collective_seq() const {
   const Communicator* c = comm_.load();
   return c == nullptr ? 0 : c->sequence();
@@ -232,7 +239,10 @@ void Task::Run() {
     setup.log_prefix = absl::StrCat(a.job_id(), " rank ", a.rank());
     setup.log = [this](const std::string& line) { Log(line); };
     setup.log_every = options_.log_every;
-    setup.on_connected = [this](Communicator* comm) { comm_ = comm; };
+    setup.on_connected = [this](Communicator* comm) {
+      comm_ = comm;
+      if (cancel_) comm->Abort();  // cancelled while it connected
+    };
     c.rank = a.rank();
     c.world_size = a.world_size();
     c.train_samples = a.train_samples();
@@ -347,10 +357,12 @@ void Task::Run() {
     });
     if (!s.ok()) Log(absl::StrCat("complete task: ", s.message()));
   }
-  AgentLog(absl::StrCat("job ", a.job_id(), " rank ", a.rank(), " finished: ",
-                        cancel_       ? "cancelled"
-                        : status.ok() ? "ok"
-                                      : status.ToString()));
+  AgentLog(absl::StrCat(
+      "job ", a.job_id(), " rank ", a.rank(), " finished: ",
+      cancel_       ? absl::StrCat("cancelled",
+                             status.ok() ? "" : " (" + status.ToString() + ")")
+      : status.ok() ? "ok"
+                    : status.ToString()));
   done_ = true;
 }
 

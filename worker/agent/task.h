@@ -48,8 +48,11 @@ class Task {
   Task& operator=(const Task&) = delete;
 
   void Start();
-  // Training stops at its next step; the task reports nothing more.
-  void Cancel() { cancel_ = true; }
+  // Training stops at its next step, and a collective in flight is
+  // aborted (the attempt is over: peers may be dead or hung, and waiting
+  // for its deadline would hold this worker that long); the task reports
+  // nothing more.
+  void Cancel();
   bool cancelled() const { return cancel_; }
   bool done() const { return done_; }
 

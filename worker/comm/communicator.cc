@@ -39,8 +39,18 @@ std::unique_ptr<Work> Communicator::AllReduceAsync(at::Tensor tensor,
       std::move(s), absl::ToDoubleMilliseconds(absl::Now() - start));
 }
 
+void Communicator::Abort() {
+  if (aborted_.exchange(true)) return;
+  AbortTransport();
+}
+
 absl::Status Communicator::CollectiveError(const std::string& op, int64_t seq,
                                            const absl::Status& cause) {
+  if (aborted_) {
+    return absl::AbortedError(absl::StrFormat(
+        "%s #%d (%s, rank %d of %d) aborted: the attempt was ended (%s)", op,
+        seq, BackendName(backend()), rank_, size_, cause.message()));
+  }
   (void)store_->Set(rendezvous_keys::Arrived(seq, rank_), "1");
   // Other live ranks time out at about the same moment; give them a grace
   // to mark their arrival before naming the ones that did not.

@@ -13,11 +13,16 @@
 // the ranks whose mark is missing. A failure that is not a timeout (a peer
 // closed its connection) is UNAVAILABLE, named the same way.
 //
+// Abort() ends the collective in flight and every later one at once, with
+// ABORTED: when the coordinator ends an attempt (a peer died or hangs), the
+// ranks left leave their collective at once instead of at its deadline
+// (what ProcessGroupNCCL's abort and torchrun's stopping of workers do).
+//
 // Thread safety: one thread at a time issues the collectives of a
 // communicator (as with gloo and NCCL communicators themselves): the
 // reducer's launches from autograd hooks happen while the training thread
-// waits in backward(); rank(), size(), sequence() may be read from any
-// thread.
+// waits in backward(); rank(), size(), sequence(), Abort() and aborted()
+// may be called from any thread.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -99,6 +104,11 @@ class Communicator {
   virtual absl::StatusOr<std::vector<std::string>> AllGather(
       const std::string& mine) = 0;
 
+  // Ends the collective in flight, if any, and every later one at once:
+  // they fail with ABORTED (no waiting for peers). Any thread; idempotent.
+  void Abort();
+  bool aborted() const { return aborted_; }
+
  protected:
   Communicator(int rank, int size, std::shared_ptr<Store> store,
                absl::Duration timeout)
@@ -106,11 +116,14 @@ class Communicator {
   // The sequence number of the collective being entered (from 1).
   int64_t Enter() { return ++sequence_; }
   // The error of collective `seq` named `op`, which failed with `cause`
-  // (the transport's status): DEADLINE_EXCEEDED when `cause` is, UNAVAILABLE
-  // otherwise, naming the ranks that did not arrive (see the header
-  // comment).
+  // (the transport's status): ABORTED after Abort() (at once); else
+  // DEADLINE_EXCEEDED when `cause` is, UNAVAILABLE otherwise, naming the
+  // ranks that did not arrive (see the header comment).
   absl::Status CollectiveError(const std::string& op, int64_t seq,
                                const absl::Status& cause);
+  // What Abort() does to the transport, on the caller's thread (any): make
+  // the collective in flight fail soon and later ones fail at once.
+  virtual void AbortTransport() = 0;
 
   const int rank_;
   const int size_;
@@ -119,6 +132,7 @@ class Communicator {
 
  private:
   std::atomic<int64_t> sequence_{0};
+  std::atomic<bool> aborted_{false};
 };
 
 }  // namespace gradsync

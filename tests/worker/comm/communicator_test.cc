@@ -15,10 +15,14 @@
 
 #include <atomic>
 #include <filesystem>
+#include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "foundation/store/memory_store.h"
 #include "gradsync/config.h"
 #include "tests/fakes/absent_ranks.h"
@@ -307,6 +311,93 @@ TEST(GlooOptionsTest, RejectsSizesThatAreNotWholeMultiples) {
   }
 }
 
+#endif  // GRADSYNC_TEST_NCCL
+
+// Issue 39, finding 15: when the coordinator ends an attempt (a peer hangs),
+// Abort() from another thread ends the collective the rank waits in at
+// once, with ABORTED, and every later one; without it the rank sat out the
+// collective's deadline. Each operation, the all-reduce over TCP (direct and
+// ring) and through shared memory; the deadline is long, so a wait that
+// Abort did not end would fail with DEADLINE_EXCEEDED instead.
+class CommAbortTest : public CommTest {};
+
+TEST_P(CommAbortTest, AbortEndsTheCollectiveInFlightAndLaterOnes) {
+  const int world = GetParam().world;
+  const absl::Duration timeout = absl::Seconds(120);
+  for (const std::string op : {"allreduce", "ring", "broadcast", "barrier"}) {
+    absl::Notification done;
+    RunRanks(backend(), world, timeout, [&](int rank, Communicator& comm) {
+      at::Tensor warmup = torch::ones({4}, RankDevice(backend(), rank));
+      ASSERT_TRUE(comm.AllReduce(warmup, ReduceOp::kSum).ok());
+      if (rank != 0) {  // never enters the next collective: it "hangs"
+        done.WaitForNotification();
+        comm.Abort();  // the attempt is over for it too
+        return;
+      }
+      std::thread aborter([&comm] {
+        absl::SleepFor(absl::Milliseconds(300));
+        comm.Abort();
+      });
+      at::Tensor t = torch::ones({op == "ring" ? 1000000 : 1000},
+                                 RankDevice(backend(), rank));
+      const absl::Status s = op == "broadcast" ? comm.Broadcast(t, 1)
+                             : op == "barrier"
+                                 ? comm.Barrier()
+                                 : comm.AllReduce(t, ReduceOp::kSum);
+      aborter.join();
+      EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << op << ": " << s;
+      EXPECT_TRUE(comm.aborted());
+      // Later collectives fail at once, also ABORTED.
+      at::Tensor again = torch::ones({4}, RankDevice(backend(), rank));
+      EXPECT_EQ(comm.AllReduce(again, ReduceOp::kSum).code(),
+                absl::StatusCode::kAborted)
+          << op;
+      done.Notify();
+    });
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TwoRanks, CommAbortTest,
+                         ::testing::Values(Group{kBackend, 2}), GroupName);
+
+#ifndef GRADSYNC_TEST_NCCL
+// The gloo all-reduce both ways: through shared memory (ranks on one host)
+// and over TCP (direct and ring).
+TEST(GlooAbortTest, AbortEndsAnAllReduceOverEitherTransport) {
+  for (const bool shared : {true, false}) {
+    for (const int64_t n : {1000, 1000000}) {
+      GlooOptions gloo;
+      gloo.shared_memory = shared;
+      absl::Notification done;
+      RunGlooRanks(
+          2, absl::Seconds(120),
+          [&](int rank, Communicator& comm) {
+            EXPECT_EQ(
+                comm.transport().find("shared memory") != std::string::npos,
+                shared)
+                << comm.transport();
+            at::Tensor warmup = torch::ones({4});
+            ASSERT_TRUE(comm.AllReduce(warmup, ReduceOp::kSum).ok());
+            if (rank != 0) {
+              done.WaitForNotification();
+              comm.Abort();
+              return;
+            }
+            std::thread aborter([&comm] {
+              absl::SleepFor(absl::Milliseconds(300));
+              comm.Abort();
+            });
+            at::Tensor t = torch::ones({n});
+            const absl::Status s = comm.AllReduce(t, ReduceOp::kSum);
+            aborter.join();
+            EXPECT_EQ(s.code(), absl::StatusCode::kAborted)
+                << (shared ? "shared memory " : "tcp ") << n << ": " << s;
+            done.Notify();
+          },
+          gloo);
+    }
+  }
+}
 #endif  // GRADSYNC_TEST_NCCL
 
 class CommTimeoutTest : public CommTest {};

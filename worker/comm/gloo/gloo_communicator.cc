@@ -5,6 +5,8 @@
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/math.h>
+#include <gloo/transport/pair.h>
+#include <gloo/transport/tcp/address.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 #include "worker/comm/gloo/gloo_allreduce.h"
 #include "worker/comm/gloo/gloo_error.h"
 #include "worker/comm/gloo/gloo_mesh.h"
+#include "worker/comm/gloo/socket_shutdown.h"
 #include "worker/comm/shm/shm_allreduce.h"
 
 namespace gradsync {
@@ -67,7 +70,15 @@ class GlooCommunicator : public Communicator {
       : Communicator(o.rank, o.size, o.store, o.timeout),
         context_(std::move(context)),
         allreduce_(std::move(allreduce)),
-        shm_(std::move(shm)) {}
+        shm_(std::move(shm)) {
+    // The local ends of the connected pairs, for Abort (socket_shutdown.h).
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_ || context_->getPair(r) == nullptr) continue;
+      const auto* address = dynamic_cast<const gloo::transport::tcp::Address*>(
+          &context_->getPair(r)->address());
+      if (address != nullptr) pair_ends_.push_back(address->getSockaddr());
+    }
+  }
 
   // A rank that returns from its last collective may close its sockets
   // while a peer's thread has not yet woken to take the data that already
@@ -201,6 +212,16 @@ class GlooCommunicator : public Communicator {
 
   bool shares_memory() const { return shm_ != nullptr; }
 
+ protected:
+  // Every pair's waiting operations fail (gloo's collectives and ours run
+  // on them: their sockets are shut down), and so does the shared-memory
+  // all-reduce.
+  void AbortTransport() override {
+    failed_ = true;  // no goodbyes: peers are failing too
+    ShutdownSocketsAt(pair_ends_);
+    if (shm_ != nullptr) shm_->Abandon();
+  }
+
  private:
   absl::Status Failed(const std::string& op, int64_t seq,
                       const absl::Status& cause) {
@@ -211,7 +232,8 @@ class GlooCommunicator : public Communicator {
   std::atomic<bool> failed_{false};
   std::shared_ptr<gloo::Context> context_;
   std::unique_ptr<GlooAllreduce> allreduce_;
-  std::unique_ptr<ShmAllreduce> shm_;  // null: all-reduces over TCP
+  std::unique_ptr<ShmAllreduce> shm_;        // null: all-reduces over TCP
+  std::vector<sockaddr_storage> pair_ends_;  // local addresses of the pairs
 };
 
 // The shared-memory all-reduce of a group whose ranks all share this

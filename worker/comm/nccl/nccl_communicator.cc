@@ -289,6 +289,7 @@ class NcclCommunicator : public Communicator {
   std::unique_ptr<Work> Enqueue(const std::string& op, int64_t seq,
                                 at::Tensor tensor, LaunchFn launch) {
     const absl::Time deadline = absl::Now() + timeout_;
+    if (abort_requested_) AbortComm();
     if (aborted_) return Failed(op, seq, Aborted(op, seq));
     if (!tensor.is_contiguous()) {
       return Failed(
@@ -417,6 +418,7 @@ class NcclCommunicator : public Communicator {
       if (!done.ok())
         return Fail(op, seq, std::string(done.status().message()));
       if (*done) return absl::OkStatus();
+      if (abort_requested_) return Fail(op, seq, "aborted on request");
       if (aborted_) return Aborted(op, seq);
       if (state != ncclSuccess && state != ncclInProgress) {
         return Fail(op, seq, ncclGetLastError(comm_));
@@ -427,7 +429,7 @@ class NcclCommunicator : public Communicator {
   }
 
   absl::Status Expire(const std::string& op, int64_t seq) {
-    Abort();
+    AbortComm();
     return CollectiveError(
         op, seq,
         absl::DeadlineExceededError("timed out; NCCL communicator aborted"));
@@ -435,7 +437,7 @@ class NcclCommunicator : public Communicator {
 
   absl::Status Fail(const std::string& op, int64_t seq,
                     const std::string& cause) {
-    Abort();
+    AbortComm();
     return CollectiveError(
         op, seq,
         absl::UnavailableError(
@@ -443,17 +445,28 @@ class NcclCommunicator : public Communicator {
   }
 
   absl::Status Aborted(const std::string& op, int64_t seq) const {
+    if (abort_requested_) {
+      return absl::AbortedError(absl::StrCat(
+          "nccl: ", op, " #", seq, ": aborted: the attempt was ended"));
+    }
     return absl::FailedPreconditionError(
         absl::StrCat("nccl: ", op, " #", seq,
                      ": the communicator was aborted after an earlier "
                      "failure"));
   }
 
-  void Abort() {
+  void AbortComm() {
     if (comm_ == nullptr || aborted_.exchange(true)) return;
     ncclCommAbort(comm_);
   }
 
+ protected:
+  // Only asks: the thread that issues collectives (the only one that polls
+  // comm_) aborts it at its next poll or launch, so that ncclCommAbort
+  // never frees the communicator under a poll on another thread.
+  void AbortTransport() override { abort_requested_ = true; }
+
+ private:
   // Finalize (outstanding work completes), then destroy; abort instead if
   // finalizing fails or outlasts the deadline.
   void Shutdown() {
@@ -468,7 +481,7 @@ class NcclCommunicator : public Communicator {
     if (r == ncclSuccess) {
       ncclCommDestroy(comm_);
     } else {
-      Abort();
+      AbortComm();
     }
     comm_ = nullptr;
   }
@@ -481,6 +494,7 @@ class NcclCommunicator : public Communicator {
   void* pinned_ = nullptr;       // host, page-locked
   size_t staging_bytes_ = 0;
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> abort_requested_{false};  // by Abort(), any thread
 };
 
 void NcclWork::OrderCurrentStream() {

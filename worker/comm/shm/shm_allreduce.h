@@ -22,7 +22,7 @@
 // element size. A Sum fails (naming the ranks it waited for, or the one
 // that exited) at now + timeout; after a failure every later Sum fails.
 //
-// Thread safety: one thread calls Sum at a time.
+// Thread safety: one thread calls Sum at a time; Abandon from any thread.
 #pragma once
 
 #include <cstddef>
@@ -55,6 +55,10 @@ class ShmAllreduce {
   // in place.
   absl::Status Sum(void* data, size_t count, size_t element_size,
                    ReduceFn reduce);
+
+  // Makes the Sum in flight, and every later one, fail at once (the other
+  // ranks' too: this rank gave up). Any thread.
+  void Abandon() { segment_->Abandon(); }
 
  private:
   char* Slot(int set, int rank) const;

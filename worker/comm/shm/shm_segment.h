@@ -20,8 +20,9 @@
 // waiting rank sees a killed peer within a poll interval (50 ms), not at
 // its deadline.
 //
-// Thread safety: one thread per rank calls Barrier and Abandon; Join,
-// Unlink and the destructor are not concurrent with them.
+// Thread safety: one thread per rank calls Barrier; Abandon may be called
+// from any thread (atomics and a futex wake); Join, Unlink and the
+// destructor are not concurrent with them.
 #pragma once
 
 #include <atomic>
