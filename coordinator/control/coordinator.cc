@@ -60,6 +60,7 @@ void Coordinator::Shutdown() {
     absl::MutexLock lock(&mu_);
     if (shut_down_) return;
     shut_down_ = true;
+    stopping_ = true;
     const absl::Status down =
         absl::UnavailableError("coordinator is shutting down");
     for (auto& [id, entry] : jobs_) {

@@ -25,6 +25,7 @@
 // attempt), ABORTED (the job ended while waiting).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -48,6 +49,7 @@
 #include "coordinator/control/port_allocator.h"
 #include "coordinator/persist/job_persister.h"
 #include "coordinator/persist/job_store.h"
+#include "foundation/data_index/image_folder_index.h"
 #include "foundation/store/memory_store.h"
 #include "gradsync/v1/job_service.pb.h"
 #include "gradsync/v1/worker_service.pb.h"
@@ -85,6 +87,9 @@ struct CoordinatorOptions {
   absl::Duration reconnect_grace = absl::Seconds(30);
   // Upper bound for any blocking call (store get/wait, barrier).
   absl::Duration max_wait = absl::Minutes(10);
+  // A data set's scan on submission stops after this long
+  // (DEADLINE_EXCEEDED), whatever the client's deadline.
+  absl::Duration max_scan_time = absl::Minutes(5);
   // A ListJobs page ends before its jobs (abridged, job_views.h) would
   // pass this many bytes; it always holds at least one job.
   size_t max_list_page_bytes = 4 << 20;
@@ -118,7 +123,9 @@ class Coordinator {
   const CoordinatorOptions& options() const { return options_; }
 
   // ---- JobService (job_api.cc) ----
-  absl::StatusOr<v1::Job> SubmitJob(v1::JobSpec spec);
+  // `scan` bounds the data set's scan (the caller's deadline and whether
+  // it gave up); the coordinator adds max_scan_time and its own shutdown.
+  absl::StatusOr<v1::Job> SubmitJob(v1::JobSpec spec, ScanBudget scan = {});
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
   // The job's training curve and evaluations (metrics_aggregator.h).
   absl::StatusOr<v1::JobCurves> GetJobCurves(const std::string& job_id);
@@ -349,6 +356,7 @@ class Coordinator {
   // Keys of workers assigned to jobs before a restart (JobStore).
   std::map<std::string, std::string> restored_keys_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<bool> stopping_{false};  // shut_down_, for scans outside mu_
 
   absl::Notification stop_detector_;
   std::thread detector_;

@@ -27,11 +27,13 @@ namespace {
 // Size of a split; errors name the JobSpec field. A synthetic data set's
 // comes from its preset (no files, no data roots). An image folder is
 // checked against the data roots before it is listed (a listing error
-// names what it found), and every link the listing followed after.
+// names what it found), and every link the listing followed after. A scan
+// cut short by `budget` keeps its CANCELLED / DEADLINE_EXCEEDED.
 absl::StatusOr<int64_t> CountSamples(const std::string& field,
                                      const std::string& path,
                                      const std::string& split,
-                                     const std::vector<std::string>& roots) {
+                                     const std::vector<std::string>& roots,
+                                     const ScanBudget& budget) {
   if (IsSyntheticPath(path)) {
     absl::StatusOr<int64_t> size = SyntheticSplitSize(path, split);
     if (!size.ok()) {
@@ -46,7 +48,11 @@ absl::StatusOr<int64_t> CountSamples(const std::string& field,
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<ImageFolderIndex> index = ScanImageFolder(folder);
+  absl::StatusOr<ImageFolderIndex> index = ScanImageFolder(folder, budget);
+  if (absl::IsCancelled(index.status()) ||
+      absl::IsDeadlineExceeded(index.status())) {
+    return index.status();
+  }
   if (!index.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("job_spec.", field, ": ", index.status().message()));
@@ -74,7 +80,8 @@ absl::Status Coordinator::CheckActiveJobLimit() {
       options_.max_active_jobs, " (--max-active-jobs): wait or cancel one"));
 }
 
-absl::StatusOr<v1::Job> Coordinator::SubmitJob(v1::JobSpec spec) {
+absl::StatusOr<v1::Job> Coordinator::SubmitJob(v1::JobSpec spec,
+                                               ScanBudget scan) {
   ApplyJobSpecDefaults(&spec);
   if (absl::Status s = ValidateJobSpec(spec, options_.max_world_size);
       !s.ok()) {
@@ -102,16 +109,22 @@ absl::StatusOr<v1::Job> Coordinator::SubmitJob(v1::JobSpec spec) {
     }
     if (absl::Status s = CheckCheckpointPaths(spec, roots); !s.ok()) return s;
   }
-  // Scan the data set outside the lock: it touches the file system.
+  // Scan the data set outside the lock: it touches the file system. It
+  // ends when the caller gives up, the coordinator stops, or it has taken
+  // max_scan_time.
+  scan.deadline = std::min(scan.deadline, absl::Now() + options_.max_scan_time);
+  scan.cancelled = [caller = std::move(scan.cancelled), this] {
+    return stopping_.load() || (caller && caller());
+  };
   absl::StatusOr<int64_t> train =
       CountSamples("dataset.path", spec.dataset().path(),
-                   spec.dataset().split(), options_.data_roots);
+                   spec.dataset().split(), options_.data_roots, scan);
   if (!train.ok()) return train.status();
   int64_t eval = 0;
   if (!spec.dataset().eval_split().empty()) {
     absl::StatusOr<int64_t> n =
         CountSamples("dataset.eval_split", spec.dataset().path(),
-                     spec.dataset().eval_split(), options_.data_roots);
+                     spec.dataset().eval_split(), options_.data_roots, scan);
     if (!n.ok()) return n.status();
     eval = *n;
   }

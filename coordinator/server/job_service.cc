@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "coordinator/server/snapshot_rpc.h"
 #include "coordinator/wire/grpc_status.h"
 
@@ -21,7 +22,12 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* context,
   if (absl::Status s = PinResumeSnapshot(submitting, &spec); !s.ok()) {
     return ToGrpcStatus(s);
   }
-  absl::StatusOr<v1::Job> job = coordinator_->SubmitJob(spec);
+  // The data set's scan ends with the call: at its deadline, or when the
+  // client cancels it (or the server shuts down, which cancels calls).
+  ScanBudget scan;
+  scan.deadline = absl::FromChrono(context->deadline());
+  scan.cancelled = [context] { return context->IsCancelled(); };
+  absl::StatusOr<v1::Job> job = coordinator_->SubmitJob(spec, std::move(scan));
   const v1::CheckpointSpec& c = spec.checkpoint();
   if (job.ok() && !c.resume_snapshot_job().empty()) {
     // Cannot fail: the submission's pin kept the snapshot.

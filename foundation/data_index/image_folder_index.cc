@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 
 namespace gradsync {
 namespace fs = std::filesystem;
@@ -45,7 +46,8 @@ constexpr int64_t kMaxEntries = 10'000'000;
 // files sorted by name within each directory. Links are followed, but a
 // directory reached twice (a link back up: a loop) is refused by name.
 absl::StatusOr<std::vector<std::string>> ListClassFiles(
-    const fs::path& dir, std::vector<std::string>* links) {
+    const fs::path& dir, const ScanBudget& budget,
+    std::vector<std::string>* links) {
   std::map<std::string, std::vector<std::string>> by_dir;
   std::error_code ec;
   by_dir[dir.string()];
@@ -65,6 +67,19 @@ absl::StatusOr<std::vector<std::string>> ListClassFiles(
           absl::StrCat("cannot list ", dir.string(), ": ", ec.message()));
     }
     const fs::directory_entry& entry = *it;
+    if (entries % 1024 == 0) {
+      if (budget.cancelled && budget.cancelled()) {
+        return absl::CancelledError(absl::StrCat(
+            "the scan of image folder ", dir.string(),
+            " was cancelled (the client gave up or the coordinator is "
+            "stopping)"));
+      }
+      if (absl::Now() >= budget.deadline) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("the scan of image folder ", dir.string(),
+                         " ran out of time after ", entries, " entries"));
+      }
+    }
     if (++entries > kMaxEntries || it.depth() > kMaxDepth) {
       return absl::InvalidArgumentError(
           absl::StrCat("image folder ", dir.string(), " holds more than ",
@@ -99,7 +114,8 @@ absl::StatusOr<std::vector<std::string>> ListClassFiles(
 
 }  // namespace
 
-absl::StatusOr<ImageFolderIndex> ScanImageFolder(const std::string& root) {
+absl::StatusOr<ImageFolderIndex> ScanImageFolder(const std::string& root,
+                                                 const ScanBudget& budget) {
   std::error_code ec;
   if (!fs::exists(root, ec)) {
     return absl::NotFoundError(
@@ -129,8 +145,8 @@ absl::StatusOr<ImageFolderIndex> ScanImageFolder(const std::string& root) {
   std::sort(index.classes.begin(), index.classes.end());
   std::vector<std::string> empty;
   for (size_t label = 0; label < index.classes.size(); ++label) {
-    absl::StatusOr<std::vector<std::string>> files =
-        ListClassFiles(fs::path(root) / index.classes[label], &index.links);
+    absl::StatusOr<std::vector<std::string>> files = ListClassFiles(
+        fs::path(root) / index.classes[label], budget, &index.links);
     if (!files.ok()) return files.status();
     if (files->empty()) empty.push_back(index.classes[label]);
     for (std::string& path : *files) {

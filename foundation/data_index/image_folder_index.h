@@ -8,10 +8,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace gradsync {
 
@@ -32,10 +34,21 @@ struct ImageFolderIndex {
 // True for torchvision's IMG_EXTENSIONS, case-insensitive.
 bool HasImageExtension(const std::string& filename);
 
+// How long a scan may go on: it stops with DEADLINE_EXCEEDED at `deadline`
+// and with CANCELLED once `cancelled()` says so (both checked every 1,024
+// entries), naming the folder. A client that gave up, or a coordinator
+// shutting down, ends its scan.
+struct ScanBudget {
+  absl::Time deadline = absl::InfiniteFuture();
+  std::function<bool()> cancelled;  // null: never
+};
+
 // NOT_FOUND when `root` does not exist; INVALID_ARGUMENT when it is not a
 // directory, has no class sub-folders, or a class folder holds no image file
-// (the message names the empty classes, as torchvision does).
-absl::StatusOr<ImageFolderIndex> ScanImageFolder(const std::string& root);
+// (the message names the empty classes, as torchvision does);
+// DEADLINE_EXCEEDED / CANCELLED as `budget` says.
+absl::StatusOr<ImageFolderIndex> ScanImageFolder(const std::string& root,
+                                                 const ScanBudget& budget = {});
 
 // Joins a data set path and an optional split sub-folder.
 std::string SplitPath(const std::string& path, const std::string& split);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/time/clock.h"
 #include "coordinator/control/coordinator.h"
 #include "foundation/files/confined_path.h"
 #include "tests/fakes/test_cluster.h"
@@ -122,6 +123,26 @@ TEST_F(SubmitUnderRootsTest, ADatasetOutsideTheRootsIsRefused) {
   absl::StatusOr<v1::Job> ok = coordinator_->SubmitJob(spec_);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->train_samples(), 4);
+}
+
+// Issue 39, finding 4: a submission's scan ends with its caller (a client
+// that gave up) and with the coordinator (shutting down): CANCELLED naming
+// the folder, no job made.
+TEST_F(SubmitUnderRootsTest, AScanEndsWithItsCallerAndWithTheCoordinator) {
+  ScanBudget gave_up;
+  gave_up.cancelled = [] { return true; };
+  absl::StatusOr<v1::Job> job = coordinator_->SubmitJob(spec_, gave_up);
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kCancelled) << job.status();
+  EXPECT_NE(job.status().message().find(base_ + "/data/set"),
+            std::string::npos)
+      << job.status();
+  ScanBudget late;
+  late.deadline = absl::Now() - absl::Seconds(1);
+  EXPECT_EQ(coordinator_->SubmitJob(spec_, late).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  coordinator_->Shutdown();
+  EXPECT_FALSE(coordinator_->SubmitJob(spec_).ok());
+  EXPECT_EQ(coordinator_->ListJobs(0, "")->jobs.size(), 0u);
 }
 
 // A synthetic data set is a name: it is counted from its preset, needs no

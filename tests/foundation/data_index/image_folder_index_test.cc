@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/time/clock.h"
+
 namespace gradsync {
 namespace {
 namespace fs = std::filesystem;
@@ -75,8 +77,7 @@ TEST_F(ImageFolderIndexTest, ASymlinkLoopIsRefusedNotScannedForEver) {
   // One of the two links (directory order decides which).
   EXPECT_TRUE(index.status().message().find("/c0/a leads") !=
                   std::string::npos ||
-              index.status().message().find("/c0/b leads") !=
-                  std::string::npos)
+              index.status().message().find("/c0/b leads") != std::string::npos)
       << index.status();
   // Without the loop, a linked folder elsewhere is followed as before.
   fs::remove(root_ / "c0" / "a");
@@ -89,6 +90,32 @@ TEST_F(ImageFolderIndexTest, ASymlinkLoopIsRefusedNotScannedForEver) {
   ASSERT_TRUE(index.ok()) << index.status();
   EXPECT_EQ(index->samples.size(), 3u);
   fs::remove_all(elsewhere);
+}
+
+// Finding (issue 39, 4): a scan outlived the client's timeout and held up
+// the coordinator's shutdown. It stops when its budget says so: the caller
+// gave up (CANCELLED) or its deadline passed (DEADLINE_EXCEEDED), naming
+// the folder; an unlimited budget scans as before.
+TEST_F(ImageFolderIndexTest, AScanStopsWhenItsCallerGivesUpOrItsTimeRunsOut) {
+  for (int i = 0; i < 3000; ++i) Touch("c0/" + std::to_string(i) + ".png");
+  int asked = 0;
+  ScanBudget gave_up;
+  gave_up.cancelled = [&asked] { return ++asked > 1; };
+  auto index = ScanImageFolder(root_.string(), gave_up);
+  EXPECT_EQ(index.status().code(), absl::StatusCode::kCancelled)
+      << index.status();
+  EXPECT_NE(index.status().message().find(root_.string() + "/c0"),
+            std::string::npos)
+      << index.status();
+  EXPECT_EQ(asked, 2);  // asked once per 1,024 entries, stopped at once
+  ScanBudget late;
+  late.deadline = absl::Now() - absl::Seconds(1);
+  index = ScanImageFolder(root_.string(), late);
+  EXPECT_EQ(index.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << index.status();
+  index = ScanImageFolder(root_.string());
+  ASSERT_TRUE(index.ok()) << index.status();
+  EXPECT_EQ(index->samples.size(), 3000u);
 }
 
 TEST_F(ImageFolderIndexTest, NoClassFoldersIsInvalid) {
