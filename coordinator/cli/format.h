@@ -7,25 +7,21 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "foundation/text/terminal_text.h"
 #include "gradsync/v1/job_service.pb.h"
 #include "gradsync/v1/snapshot.pb.h"
 #include "gradsync/v1/worker_service.pb.h"
 
 namespace gradsync::cli {
 
-// "RUNNING", "adam", "data loading", ...
-// `text` with what a terminal would act on escaped as \xNN: C0 control
-// characters but newline and tab, DEL, and C1 controls (UTF-8 C2 80..C2 9F).
 // Strings from the coordinator (job messages, hosts, errors, which carry
-// what workers sent) pass through it before they are printed, so a worker
-// cannot move the cursor, retitle the window or hide text in a user's
-// terminal. The Format* functions below return safe text.
-std::string TerminalSafe(absl::string_view text);
-// The same for a field that is one line (a log line, a host, a job name,
-// a table cell): newlines and tabs are escaped too, so a worker cannot
-// forge a line or a row.
-std::string OneLine(absl::string_view text);
+// what workers sent) pass through TerminalSafe or OneLine
+// (foundation/text/terminal_text.h) before they are printed; the Format*
+// functions below return safe text.
+using ::gradsync::OneLine;
+using ::gradsync::TerminalSafe;
 
+// "RUNNING", "adam", "data loading", ...
 std::string StateName(v1::JobState state);
 std::string PhaseName(v1::Phase phase);
 // "3s", "4m05s", "2h10m".

@@ -7,8 +7,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "coordinator/control/coordinator_internal.h"
 #include "coordinator/control/job_views.h"
+#include "foundation/text/terminal_text.h"
 
 namespace gradsync {
 
@@ -192,8 +194,9 @@ void Coordinator::Transition(JobEntry& entry, v1::JobState to,
   job.set_state(to);
   job.set_message(reason);
   job.set_updated_unix_ms(now);
-  absl::FPrintF(stderr, "coordinator: job %s %s -> %s: %s\n", job.id(),
-                JobStateName(t->from()), JobStateName(to), reason);
+  LogLine("coordinator",
+          absl::StrFormat("job %s %s -> %s: %s", job.id(),
+                          JobStateName(t->from()), JobStateName(to), reason));
   if (IsTerminal(to)) {
     *job.mutable_metrics() = entry.metrics.Summary();
     const absl::Status ended = absl::AbortedError(
@@ -256,11 +259,12 @@ void Coordinator::EnforceRetention(absl::Time now) {
         static_cast<int64_t>(finished_.size()) > options_.max_finished_jobs;
     if (!too_many && finished_ms >= oldest_kept) break;
     const std::string id = by_seq_.at(seq)->job.id();
-    absl::FPrintF(stderr, "coordinator: deleting finished job %s (%s)\n", id,
-                  too_many
-                      ? absl::StrCat("more than ", options_.max_finished_jobs,
-                                     " finished jobs kept")
-                      : "older than --keep-finished-for");
+    LogLine("coordinator",
+            absl::StrFormat("deleting finished job %s (%s)", id,
+                            too_many ? absl::StrCat("more than ",
+                                                    options_.max_finished_jobs,
+                                                    " finished jobs kept")
+                                     : "older than --keep-finished-for"));
     Forget(id);
   }
 }

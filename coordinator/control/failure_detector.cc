@@ -10,6 +10,7 @@
 #include "coordinator/control/coordinator_internal.h"
 #include "coordinator/control/failure_rules.h"
 #include "coordinator/control/job_state.h"
+#include "foundation/text/terminal_text.h"
 
 namespace gradsync {
 
@@ -43,8 +44,8 @@ void Coordinator::SweepDeadWorkers(absl::Time now) {
       continue;
     }
     w.info.set_state(v1::WORKER_STATE_DEAD);
-    absl::FPrintF(stderr, "coordinator: worker %s on %s declared dead\n",
-                  w.info.worker_id(), w.info.host());
+    LogLine("coordinator", absl::StrFormat("worker %s on %s declared dead",
+                                           w.info.worker_id(), w.info.host()));
     if (!w.job_id.empty()) {
       // (Named from the worker: a new attempt may hold other ranks.)
       LoseWorker(
@@ -109,8 +110,10 @@ void Coordinator::DetectStalls(absl::Time now) {
     job.set_stall(stall);
     if (key == entry.stall_key) continue;
     entry.stall_key = key;
-    absl::FPrintF(stderr, "coordinator: job %s %s\n", job.id(),
-                  stall.empty() ? "no longer stalled" : "stalled: " + stall);
+    LogLine("coordinator",
+            absl::StrFormat(
+                "job %s %s", job.id(),
+                stall.empty() ? "no longer stalled" : "stalled: " + stall));
     v1::JobEvent event;
     *event.mutable_job() = EventSnapshot(entry);
     *event.mutable_summary() = event.job().metrics();

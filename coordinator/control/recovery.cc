@@ -11,6 +11,7 @@
 #include "coordinator/control/coordinator_internal.h"
 #include "coordinator/control/restart_policy.h"
 #include "coordinator/wire/secrets.h"
+#include "foundation/text/terminal_text.h"
 
 namespace gradsync {
 
@@ -35,10 +36,10 @@ absl::Status Coordinator::Restore() {
     int64_t n = 0;
     if (!absl::SimpleAtoi(absl::string_view(job.id()).substr(4), &n) ||
         n <= 0 || by_seq_.count(n) > 0) {
-      absl::FPrintF(stderr,
-                    "coordinator: stored job id '%s' is not one this "
-                    "coordinator gives; ignored\n",
-                    job.id());
+      LogLine("coordinator",
+              absl::StrFormat("stored job id '%s' is not one this "
+                              "coordinator gives; ignored",
+                              job.id()));
       continue;
     }
     next_job_ = std::max(next_job_, n + 1);
@@ -100,12 +101,12 @@ absl::Status Coordinator::Restore() {
       }
       entry.reconnect_deadline = now + options_.reconnect_grace;
       if (j.master_port() > 0) ports_.Reserve(j.master_addr(), j.master_port());
-      absl::FPrintF(stderr,
-                    "coordinator: restored running job %s (attempt %d); "
-                    "waiting %s for %d worker(s) to re-register\n",
-                    j.id(), j.attempt(),
-                    FormatSeconds(options_.reconnect_grace),
-                    entry.awaiting_reconnect.size());
+      LogLine("coordinator",
+              absl::StrFormat("restored running job %s (attempt %d); "
+                              "waiting %s for %d worker(s) to re-register",
+                              j.id(), j.attempt(),
+                              FormatSeconds(options_.reconnect_grace),
+                              entry.awaiting_reconnect.size()));
     }
   }
   EnforceRetention(now);
@@ -146,11 +147,11 @@ Coordinator::WorkerEntry* Coordinator::Readopt(
   w.info.set_rank(r.task().rank());
   w.info.set_registered_unix_ms(UnixMs(now));
   w.info.set_checkpoint_root(request.checkpoint_root());
-  absl::FPrintF(stderr,
-                "coordinator: worker %s re-registered from %s with its task: "
-                "job %s attempt %d rank %d\n",
-                r.task().worker_id(), request.host(), j.id(), j.attempt(),
-                r.task().rank());
+  LogLine("coordinator",
+          absl::StrFormat("worker %s re-registered from %s with its task: "
+                          "job %s attempt %d rank %d",
+                          r.task().worker_id(), request.host(), j.id(),
+                          j.attempt(), r.task().rank()));
   return &w;
 }
 

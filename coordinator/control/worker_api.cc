@@ -14,6 +14,7 @@
 #include "coordinator/control/sample_ledger.h"
 #include "coordinator/wire/secrets.h"
 #include "foundation/data_index/sampler.h"
+#include "foundation/text/terminal_text.h"
 
 namespace gradsync {
 namespace {
@@ -132,11 +133,12 @@ absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(
   w.info.set_registered_unix_ms(UnixMs(now));
   w.info.set_checkpoint_root(request.checkpoint_root());
   LivesFor(request, w);
-  absl::FPrintF(stderr, "coordinator: worker %s registered from %s%s\n", id,
-                request.host(),
-                w.info.lives_for_job().empty()
-                    ? ""
-                    : absl::StrCat(", for job ", w.info.lives_for_job()));
+  LogLine("coordinator",
+          absl::StrFormat(
+              "worker %s registered from %s%s", id, request.host(),
+              w.info.lives_for_job().empty()
+                  ? ""
+                  : absl::StrCat(", for job ", w.info.lives_for_job())));
   Schedule();
   response.set_worker_id(id);
   response.set_worker_key(w.key);
@@ -461,8 +463,9 @@ absl::Status Coordinator::Deregister(const v1::DeregisterRequest& request) {
   WorkerEntry& w = **found;
   const std::string why =
       request.reason().empty() ? "" : absl::StrCat(" (", request.reason(), ")");
-  absl::FPrintF(stderr, "coordinator: worker %s on %s left%s\n",
-                w.info.worker_id(), w.info.host(), why);
+  LogLine("coordinator",
+          absl::StrFormat("worker %s on %s left%s", w.info.worker_id(),
+                          w.info.host(), why));
   LoseWorker(w, absl::StrCat(coordinator_internal::RankLabel(
                                  w.rank, w.info.worker_id(), w.info.host()),
                              " left: its worker shut down", why, "; last step ",

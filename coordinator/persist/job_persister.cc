@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "foundation/text/terminal_text.h"
 
 namespace gradsync {
 
@@ -21,8 +22,8 @@ JobPersister::~JobPersister() { Stop(absl::Seconds(5)); }
 void JobPersister::Save(const v1::Job& job) {
   absl::MutexLock lock(&mu_);
   if (stopping_) {
-    absl::FPrintF(stderr, "coordinator: job %s not persisted: shutting down\n",
-                  job.id());
+    LogLine("coordinator",
+            absl::StrFormat("job %s not persisted: shutting down", job.id()));
     return;
   }
   jobs_[job.id()] = job;
@@ -63,7 +64,8 @@ absl::Status JobPersister::Flush(absl::Duration timeout) {
 
 void JobPersister::Stop(absl::Duration timeout) {
   if (absl::Status s = Flush(timeout); !s.ok()) {
-    absl::FPrintF(stderr, "coordinator: %s; giving up on them\n", s.message());
+    LogLine("coordinator",
+            absl::StrFormat("%s; giving up on them", s.message()));
   }
   {
     absl::MutexLock lock(&mu_);
@@ -118,10 +120,10 @@ bool JobPersister::WriteBatch(
     if (s.ok()) continue;
     all_ok = false;
     keys_.emplace(worker_id, std::move(key));  // unless a newer one came
-    absl::FPrintF(stderr,
-                  "coordinator: cannot persist worker %s's key: %s; "
-                  "retrying\n",
-                  worker_id, s.ToString());
+    LogLine("coordinator",
+            absl::StrFormat("cannot persist worker %s's key: %s; "
+                            "retrying",
+                            worker_id, s.ToString()));
   }
   for (auto& [job_id, job] : jobs) {
     const absl::Status s =
@@ -134,14 +136,15 @@ bool JobPersister::WriteBatch(
     if (!s.ok()) {
       all_ok = false;
       failing_.insert(job_id);
-      absl::FPrintF(stderr,
-                    "coordinator: cannot persist job %s: %s; retrying (the "
-                    "coordinator keeps running; a restart now would lose "
-                    "this job's latest state)\n",
-                    job_id, s.ToString());
+      LogLine(
+          "coordinator",
+          absl::StrFormat("cannot persist job %s: %s; retrying (the "
+                          "coordinator keeps running; a restart now would lose "
+                          "this job's latest state)",
+                          job_id, s.ToString()));
       if (listener_) listener_(job_id, s);
     } else if (failing_.erase(job_id) > 0) {
-      absl::FPrintF(stderr, "coordinator: job %s persisted again\n", job_id);
+      LogLine("coordinator", absl::StrFormat("job %s persisted again", job_id));
       if (listener_) listener_(job_id, s);
     }
   }
@@ -153,10 +156,10 @@ bool JobPersister::WriteBatch(
     if (s.ok()) continue;
     all_ok = false;
     trails_.emplace(job_id, std::move(trail));  // unless a newer one came
-    absl::FPrintF(stderr,
-                  "coordinator: cannot persist job %s's curve and log: %s; "
-                  "retrying\n",
-                  job_id, s.ToString());
+    LogLine("coordinator",
+            absl::StrFormat("cannot persist job %s's curve and log: %s; "
+                            "retrying",
+                            job_id, s.ToString()));
   }
   return all_ok;
 }

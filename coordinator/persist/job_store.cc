@@ -8,6 +8,8 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "foundation/text/terminal_text.h"
 
 namespace gradsync {
 namespace {
@@ -225,10 +227,10 @@ SqliteJobStore::LoadTrails() {
     // A damaged trail costs the job its curve and log, not its record.
     if (!trail.ParseFromArray(sqlite3_column_blob(st.get(), 1),
                               sqlite3_column_bytes(st.get(), 1))) {
-      std::fprintf(stderr,
-                   "coordinator: the stored curve and log of job %s are "
-                   "corrupt; dropped\n",
-                   job_id.c_str());
+      LogLine("coordinator",
+              absl::StrFormat("the stored curve and log of job %s are "
+                              "corrupt; dropped",
+                              job_id.c_str()));
       continue;
     }
     trails[job_id] = std::move(trail);

@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "coordinator/wire/pread_full.h"
 #include "foundation/files/durable_file.h"
+#include "foundation/text/terminal_text.h"
 
 namespace gradsync {
 namespace {
@@ -95,20 +96,21 @@ void SnapshotStore::LoadIndex() {
         !absl::SimpleAtod(f[3], &info.accuracy) ||
         !absl::SimpleAtoi(f[4], &info.size) || !IsHexSha256(f[5]) ||
         !absl::SimpleAtoi(f[6], &info.created_unix_ms)) {
-      std::fprintf(stderr,
-                   "coordinator: snapshot index %s line %d is malformed; "
-                   "skipped: %s\n",
-                   path.c_str(), line_no, line.c_str());
+      LogLine("coordinator",
+              absl::StrFormat("snapshot index %s line %d is malformed; "
+                              "skipped: %s",
+                              path.c_str(), line_no, line.c_str()));
       continue;
     }
     info.job_id = f[0];
     info.sha256 = f[5];
     if (!fs::exists(PathOf(info))) {
-      std::fprintf(stderr,
-                   "coordinator: snapshot %s step %lld: %s is missing; "
-                   "dropped from the index\n",
-                   info.job_id.c_str(), static_cast<long long>(info.step),
-                   PathOf(info).c_str());
+      LogLine("coordinator",
+              absl::StrFormat("snapshot %s step %lld: %s is missing; "
+                              "dropped from the index",
+                              info.job_id.c_str(),
+                              static_cast<long long>(info.step),
+                              PathOf(info).c_str()));
       continue;
     }
     index_.push_back(std::move(info));
@@ -132,10 +134,10 @@ void SnapshotStore::LoadPins() {
     } else if (f.size() == 2 && f[0] == "deleted" && !f[1].empty()) {
       deleted_jobs_.insert(f[1]);
     } else {
-      std::fprintf(stderr,
-                   "coordinator: snapshot pins %s line %d is malformed; "
-                   "skipped: %s\n",
-                   path.c_str(), line_no, line.c_str());
+      LogLine("coordinator",
+              absl::StrFormat("snapshot pins %s line %d is malformed; "
+                              "skipped: %s",
+                              path.c_str(), line_no, line.c_str()));
     }
   }
 }
@@ -171,8 +173,8 @@ void SnapshotStore::WriteState() {
     if (absl::Status s =
             ReplaceFileDurably(absl::StrCat(dir_, "/", name), content, 0600);
         !s.ok()) {
-      std::fprintf(stderr, "coordinator: snapshot store: %s\n",
-                   std::string(s.message()).c_str());
+      LogLine("coordinator", absl::StrFormat("snapshot store: %s",
+                                             std::string(s.message()).c_str()));
     }
   }
 }

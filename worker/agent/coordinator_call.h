@@ -6,13 +6,13 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <cstdio>
 #include <memory>
 #include <string>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "coordinator/wire/secrets.h"
+#include "foundation/text/terminal_text.h"
 
 namespace gradsync {
 
@@ -25,8 +25,10 @@ inline std::unique_ptr<grpc::ClientContext> CallContext(
   return ctx;
 }
 
+// One line of the worker's log on stderr, escaped (file names and what the
+// coordinator relays are not trusted to be terminal-safe or one line).
 inline void AgentLog(const std::string& line) {
-  std::fprintf(stderr, "gradsync-worker: %s\n", line.c_str());
+  LogLine("gradsync-worker", line);
 }
 
 }  // namespace gradsync

@@ -9,10 +9,12 @@
 #include <cstdio>
 #include <thread>
 
+#include "absl/strings/str_format.h"
 #include "coordinator/client/channel.h"
 #include "coordinator/client/stop_signals.h"
 #include "coordinator/client/tls_flags.h"
 #include "coordinator/client/token_flags.h"
+#include "foundation/text/terminal_text.h"
 #include "gradsync/config.h"
 #include "loader/cached_dataset.h"
 #include "worker/agent/agent.h"
@@ -109,9 +111,9 @@ int main(int argc, char** argv) {
       std::make_shared<gradsync::MemoryBudget>(decoded_cache_mb << 20);
   if (check_health) {
     if (options.health_file.empty()) {
-      std::fprintf(stderr,
-                   "gradsync-worker: --check-health needs "
-                   "--health-file or GRADSYNC_WORKER_HEALTH_FILE\n");
+      gradsync::LogLine("gradsync-worker",
+                        "--check-health needs "
+                        "--health-file or GRADSYNC_WORKER_HEALTH_FILE");
       return 2;
     }
     absl::StatusOr<std::string> health = gradsync::CheckWorkerHealth(
@@ -124,14 +126,18 @@ int main(int argc, char** argv) {
   // The coordinator may still be creating its --token-dir.
   absl::StatusOr<std::string> worker_token = token.Load(absl::Minutes(2));
   if (!worker_token.ok()) {
-    std::fprintf(stderr, "gradsync-worker: %s\n",
-                 std::string(worker_token.status().message()).c_str());
+    gradsync::LogLine(
+        "gradsync-worker",
+        absl::StrFormat("%s",
+                        std::string(worker_token.status().message()).c_str()));
     return 2;
   }
   absl::StatusOr<gradsync::ClientTls> client_tls = tls.Load();
   if (!client_tls.ok()) {
-    std::fprintf(stderr, "gradsync-worker: %s\n",
-                 std::string(client_tls.status().message()).c_str());
+    gradsync::LogLine(
+        "gradsync-worker",
+        absl::StrFormat("%s",
+                        std::string(client_tls.status().message()).c_str()));
     return 2;
   }
   if (options.host == "hostname" &&
@@ -147,13 +153,15 @@ int main(int argc, char** argv) {
       options);
   std::thread waiter([&] {
     const int sig = gradsync::WaitForStopSignal();
-    std::fprintf(stderr, "gradsync-worker: signal %d, stopping\n", sig);
+    gradsync::LogLine("gradsync-worker",
+                      absl::StrFormat("signal %d, stopping", sig));
     agent.Stop();
   });
   waiter.detach();
   absl::Status s = agent.Run();
   if (!s.ok()) {
-    std::fprintf(stderr, "gradsync-worker: %s\n", s.ToString().c_str());
+    gradsync::LogLine("gradsync-worker",
+                      absl::StrFormat("%s", s.ToString().c_str()));
     return 1;
   }
   return 0;

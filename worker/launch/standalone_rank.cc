@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "foundation/store/file_store.h"
+#include "foundation/text/terminal_text.h"
 #include "worker/rank/rank_runner.h"
 
 namespace gradsync {
@@ -68,7 +69,9 @@ absl::StatusOr<TrainResult> RunStandaloneRank(const StandaloneRankOptions& o,
   setup.local_sharding = RankSetup::LocalSharding{o.shuffle, o.drop_last};
   setup.log_prefix = absl::StrCat("[rank ", o.rank, "]");
   if (o.rank == 0) {  // rank 0 alone prints, as torchrun scripts do
-    setup.log = [&log](const std::string& line) { log << line << std::endl; };
+    setup.log = [&log](const std::string& line) {
+      log << OneLine(line) << std::endl;  // file names are not trusted
+    };
   }
   setup.log_every = o.log_every;
   std::unique_ptr<Communicator> comm;

@@ -128,6 +128,25 @@ TEST_F(FailureOfTwoWorkersTest, HugeMessagesAndReasonsAreStoredCut) {
   EXPECT_EQ(listed.jobs_size(), 2);
 }
 
+// Finding (issue 39, 7/8): what a worker reported reached the
+// coordinator's stderr raw: a terminal escape retitled and cleared it, and
+// a newline forged a line. Its log lines are escaped, one line each.
+TEST_F(FailureOfTwoWorkersTest, TheCoordinatorsLogEscapesWhatWorkersSend) {
+  v1::Job job = c.Submit(c.Spec(2));
+  w0.AwaitAssignment();
+  w1.AwaitAssignment();
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(
+      w1.Complete(false, "boom\x1b]0;pwned\x07\x1b[2J\ncoordinator: FORGED")
+          .ok());
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find('\x1b'), std::string::npos) << err;
+  EXPECT_EQ(err.find("\ncoordinator: FORGED"), std::string::npos) << err;
+  EXPECT_NE(err.find("boom\\x1b]0;pwned\\x07\\x1b[2J\\x0acoordinator: FORGED"),
+            std::string::npos)
+      << err;
+}
+
 TEST(FailureTest, SilentWorkerIsDeclaredDeadAndItsJobFails) {
   TestCluster c(absl::Milliseconds(300));
   SimWorker alive(c.workers(), "host-a");
