@@ -302,11 +302,36 @@ int Cli::ModelList(const std::string& job_id) {
   if (!s.ok()) return Fail(s);
   if (options_.json) {
     out_ << ToJson(response) << "\n";
-  } else if (response.snapshots_size() == 0) {
-    out_ << job_id << " has no snapshots yet\n";
-  } else {
-    out_ << FormatSnapshotTable(
-        {response.snapshots().begin(), response.snapshots().end()}, NowMs());
+    return 0;
+  }
+  // Uploads the coordinator could not store (its disk is full) are told,
+  // not taken for snapshots never taken.
+  std::string not_stored;
+  {
+    v1::GetJobRequest get;
+    get.set_job_id(job_id);
+    v1::Job job;
+    grpc::ClientContext job_context;
+    SetDeadline(&job_context);
+    if (stub_->GetJob(&job_context, get, &job).ok() &&
+        !job.snapshot_error().empty()) {
+      not_stored = absl::StrCat(
+          job.snapshot_failures(),
+          " upload(s) could not be stored: ", OneLine(job.snapshot_error()));
+    }
+  }
+  if (response.snapshots_size() == 0) {
+    out_ << job_id
+         << (not_stored.empty()
+                 ? " has no snapshots yet"
+                 : absl::StrCat(" has no stored snapshots: ", not_stored))
+         << "\n";
+    return 0;
+  }
+  out_ << FormatSnapshotTable(
+      {response.snapshots().begin(), response.snapshots().end()}, NowMs());
+  if (!not_stored.empty()) {
+    out_ << "The newest snapshots are missing: " << not_stored << "\n";
   }
   return 0;
 }

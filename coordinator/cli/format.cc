@@ -217,6 +217,10 @@ std::string FormatJobDetail(const v1::Job& job, int64_t now_ms) {
   if (!job.persist_error().empty()) {
     absl::StrAppend(&out, "Not saved:  ", job.persist_error(), "\n");
   }
+  if (!job.snapshot_error().empty()) {
+    absl::StrAppend(&out, "Snapshots:  NOT STORED (", job.snapshot_failures(),
+                    " failed): ", OneLine(job.snapshot_error()), "\n");
+  }
   absl::StrAppend(
       &out, "Model:      ", spec.model(), ", ", spec.epochs(),
       " epoch(s), batch ", spec.batch_size(), " per rank, ",

@@ -179,6 +179,28 @@ void Coordinator::OnPersisted(const std::string& job_id,
   entry.events->Append(std::move(event));
 }
 
+void Coordinator::NoteSnapshotStorage(const std::string& job_id,
+                                      const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return;
+  JobEntry& entry = it->second;
+  v1::Job& job = entry.job;
+  const std::string error(status.message());
+  if (!status.ok()) job.set_snapshot_failures(job.snapshot_failures() + 1);
+  if (error == job.snapshot_error()) return;
+  job.set_snapshot_error(error);
+  LogLine("coordinator",
+          status.ok() ? absl::StrCat("job ", job_id, ": snapshots stored again")
+                      : absl::StrCat("job ", job_id, ": ", error,
+                                     " (its newest stored snapshot is kept)"));
+  v1::JobEvent event;
+  *event.mutable_job() = EventSnapshot(entry);
+  *event.mutable_summary() = event.job().metrics();
+  entry.events->Append(std::move(event));
+  Persist(entry);
+}
+
 void Coordinator::Transition(JobEntry& entry, v1::JobState to,
                              const std::string& reason) {
   v1::Job& job = entry.job;

@@ -129,6 +129,12 @@ class Coordinator {
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
   // The job's training curve and evaluations (metrics_aggregator.h).
   absl::StatusOr<v1::JobCurves> GetJobCurves(const std::string& job_id);
+  // The outcome of storing one of the job's snapshots: an error (the
+  // coordinator's storage is full) sets Job.snapshot_error, counts it in
+  // snapshot_failures and is logged when it changes; OK clears it. Unknown
+  // jobs are ignored.
+  void NoteSnapshotStorage(const std::string& job_id,
+                           const absl::Status& status);
   // The job's log lines (job_logs.h; GetJobLogsRequest's fields).
   absl::StatusOr<v1::GetJobLogsResponse> GetJobLogs(
       const v1::GetJobLogsRequest& request);
@@ -312,6 +318,7 @@ class Coordinator {
   // persist_error and publishes the change as an event.
   void OnPersisted(const std::string& job_id, const absl::Status& status)
       ABSL_LOCKS_EXCLUDED(mu_);
+
   // RESOURCE_EXHAUSTED when max_active_jobs are pending or running.
   absl::Status CheckActiveJobLimit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Files a job under active_ or finished_ by its current state; called

@@ -147,6 +147,20 @@ void WriteJobs(const MetricsView& view, PrometheusText& out) {
   for (const auto& [job, bytes] : view.snapshot_bytes) {
     out.Sample({{"job_id", job}}, static_cast<double>(bytes));
   }
+  out.Family("gradsync_job_snapshot_upload_failures_total", "counter",
+             "Snapshot uploads of the job the coordinator could not store "
+             "(its storage full or failing).");
+  for (const v1::Job& job : view.jobs) {
+    if (job.snapshot_failures() > 0) {
+      out.Sample({{"job_id", job.id()}},
+                 static_cast<double>(job.snapshot_failures()));
+    }
+  }
+  out.Family("gradsync_job_snapshots_failing", "gauge",
+             "1 while the job's newest snapshot upload could not be stored.");
+  for (const v1::Job& job : view.jobs) {
+    if (!job.snapshot_error().empty()) out.Sample({{"job_id", job.id()}}, 1);
+  }
 }
 
 void WriteRanks(const MetricsView& view, PrometheusText& out) {

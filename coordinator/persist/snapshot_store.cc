@@ -5,11 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -179,6 +182,35 @@ void SnapshotStore::WriteState() {
   }
 }
 
+namespace {
+
+constexpr char kStoragePayload[] = "gradsync/snapshot-storage";
+
+// The store could not do `what` (errno `err`): RESOURCE_EXHAUSTED when its
+// file system is full, INTERNAL otherwise; never a path of the
+// coordinator's. Marked for IsStorageError.
+absl::Status StorageError(const std::string& what, int err) {
+  absl::Status s =
+      err == ENOSPC || err == EDQUOT
+          ? absl::ResourceExhaustedError(absl::StrCat(
+                "the coordinator's snapshot storage is full (",
+                std::strerror(err), "): ", what, " was not stored"))
+          : absl::InternalError(absl::StrCat("the coordinator cannot store ",
+                                             what, ": ", std::strerror(err)));
+  s.SetPayload(kStoragePayload, absl::Cord("1"));
+  return s;
+}
+
+std::string Describe(const SnapshotInfo& info) {
+  return absl::StrCat("the snapshot of job ", info.job_id, " step ", info.step);
+}
+
+}  // namespace
+
+bool SnapshotStore::IsStorageError(const absl::Status& status) {
+  return status.GetPayload(kStoragePayload).has_value();
+}
+
 absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> SnapshotStore::Begin(
     SnapshotInfo info, int64_t max_bytes) {
   return Begin(std::move(info), max_bytes, retention_);
@@ -220,8 +252,19 @@ absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> SnapshotStore::Begin(
   const int fd = open(
       tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
+    const int err = errno;
     EndUpload();
-    return absl::InternalError(absl::StrCat("cannot create ", tmp));
+    return StorageError(Describe(info), err);
+  }
+  // Reserve the space now: a full disk refuses the upload before its bytes
+  // are sent (file systems without fallocate find out on write).
+  if (fallocate(fd, 0, 0, static_cast<off_t>(info.size)) != 0 &&
+      (errno == ENOSPC || errno == EDQUOT)) {
+    const int err = errno;
+    close(fd);
+    std::remove(tmp.c_str());
+    EndUpload();
+    return StorageError(Describe(info), err);
   }
   return std::unique_ptr<Upload>(
       new Upload(this, std::move(info), retention, tmp, fd));
@@ -260,7 +303,12 @@ absl::Status SnapshotStore::Upload::Append(int64_t offset,
   size_t done = 0;
   while (done < data.size()) {
     const ssize_t n = write(fd_, data.data() + done, data.size() - done);
-    if (n < 0) return absl::InternalError(absl::StrCat("cannot write ", tmp_));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      Discard();
+      return StorageError(Describe(info_), err);
+    }
     done += static_cast<size_t>(n);
   }
   // Start writing this piece to disk now, so that Commit()'s fsync waits for
@@ -281,11 +329,15 @@ absl::StatusOr<SnapshotInfo> SnapshotStore::Upload::Commit(
     return absl::InvalidArgumentError(absl::StrCat(
         "snapshot upload: ", got, " of ", info_.size, " bytes arrived"));
   }
-  const bool synced = fsync(fd_) == 0;
+  const int synced = fsync(fd_) == 0 ? 0 : errno;
   close(fd_);
   fd_ = -1;
+  if (synced != 0) {
+    Discard();
+    return StorageError(Describe(info_), synced);
+  }
   const std::string actual = sha256_.HexDigest();
-  if (!synced || actual != sha256) {
+  if (actual != sha256) {
     Discard();
     return absl::InvalidArgumentError(
         absl::StrCat("snapshot upload: checksum mismatch (sent ", sha256,
@@ -306,8 +358,7 @@ absl::StatusOr<SnapshotInfo> SnapshotStore::Publish(
   absl::MutexLock lock(&mu_);
   const std::string path = PathOf(info);
   if (std::rename(tmp_path.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(
-        absl::StrCat("cannot move the upload to ", path));
+    return StorageError(Describe(info), errno);
   }
   SyncDirectory(dir_);
   // A re-upload of (job, step) replaces the entry, and its file unless the

@@ -63,6 +63,12 @@ class SnapshotStore {
   static absl::StatusOr<std::unique_ptr<SnapshotStore>> Open(
       const std::string& dir, SnapshotRetention retention, int max_uploads = 4);
 
+  // Whether `status` says the store could not store an upload (its disk is
+  // full, or it cannot write): RESOURCE_EXHAUSTED ("the coordinator's
+  // snapshot storage is full") or INTERNAL, naming no path of the
+  // coordinator's. Uploads that were refused for what they sent are not.
+  static bool IsStorageError(const absl::Status& status);
+
   // One upload in progress. Not thread-safe itself; destroying it before
   // Commit() discards it.
   class Upload {

@@ -23,7 +23,11 @@ grpc::Status ReceiveSnapshot(
     const v1::SnapshotChunk& first,
     grpc::ServerReaderInterface<v1::SnapshotChunk>* reader,
     SnapshotStore& store, const SnapshotRetention& retention, int64_t max_bytes,
-    v1::SnapshotMeta* stored) {
+    v1::SnapshotMeta* stored, absl::Status* storage_error) {
+  auto failed = [storage_error](const absl::Status& s) {
+    if (SnapshotStore::IsStorageError(s)) *storage_error = s;
+    return ToGrpcStatus(s);
+  };
   const v1::SnapshotMeta& meta = first.meta();
   SnapshotInfo info;
   info.job_id = meta.job_id();
@@ -34,7 +38,7 @@ grpc::Status ReceiveSnapshot(
   info.size = meta.size_bytes();
   absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> upload =
       store.Begin(info, max_bytes, retention);
-  if (!upload.ok()) return ToGrpcStatus(upload.status());
+  if (!upload.ok()) return failed(upload.status());
   std::string trailer;  // the checksum sent on the last chunk, if any
   v1::SnapshotChunk chunk = first;
   do {
@@ -53,7 +57,7 @@ grpc::Status ReceiveSnapshot(
     }
     if (absl::Status s = (*upload)->Append(chunk.offset(), chunk.data());
         !s.ok()) {
-      return ToGrpcStatus(s);  // the upload is discarded
+      return failed(s);  // the upload is discarded
     }
     trailer = chunk.sha256();
   } while (reader->Read(&chunk));
@@ -70,7 +74,7 @@ grpc::Status ReceiveSnapshot(
   }
   absl::StatusOr<SnapshotInfo> done =
       (*upload)->Commit(trailer.empty() ? meta.sha256() : trailer);
-  if (!done.ok()) return ToGrpcStatus(done.status());
+  if (!done.ok()) return failed(done.status());
   *stored = ToMeta(*done);
   return grpc::Status::OK;
 }

@@ -21,12 +21,14 @@ v1::SnapshotMeta ToMeta(const SnapshotInfo& info);
 // Reads an upload whose first chunk, `first`, was already read, into the
 // store under `retention`; at most `max_bytes`. The checksum comes in the
 // meta or on the last chunk. INVALID_ARGUMENT for bad chunks, sizes or
-// checksums (nothing is kept then).
+// checksums (nothing is kept then). When the store could not store it (its
+// disk is full: RESOURCE_EXHAUSTED), that error is also in `storage_error`
+// (SnapshotStore::IsStorageError); otherwise `storage_error` is left OK.
 grpc::Status ReceiveSnapshot(
     const v1::SnapshotChunk& first,
     grpc::ServerReaderInterface<v1::SnapshotChunk>* reader,
     SnapshotStore& store, const SnapshotRetention& retention, int64_t max_bytes,
-    v1::SnapshotMeta* stored);
+    v1::SnapshotMeta* stored, absl::Status* storage_error);
 
 // Streams the job's snapshot of `step` (the latest when step < 0):
 // NOT_FOUND when there is none, DATA_LOSS when its file is damaged (found

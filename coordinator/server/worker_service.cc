@@ -398,8 +398,14 @@ grpc::Status WorkerServiceImpl::UploadSnapshot(
   SnapshotRetention retention;
   retention.keep_last = job->spec().snapshot_keep_last();
   retention.keep_best = job->spec().snapshot_keep_best();
-  return ReceiveSnapshot(first, reader, *snapshots_, retention,
-                         max_snapshot_bytes_, response);
+  absl::Status storage_error;
+  grpc::Status received =
+      ReceiveSnapshot(first, reader, *snapshots_, retention,
+                      max_snapshot_bytes_, response, &storage_error);
+  if (received.ok() || !storage_error.ok()) {
+    coordinator_->NoteSnapshotStorage(first.meta().job_id(), storage_error);
+  }
+  return received;
 }
 
 grpc::Status WorkerServiceImpl::DownloadSnapshot(

@@ -97,6 +97,31 @@ TEST(CoordinatorMetricsTest, JobAndRankSeries) {
             std::string::npos);
 }
 
+// Snapshot uploads the coordinator could not store (issue 39, 14).
+TEST(CoordinatorMetricsTest, SnapshotsThatCouldNotBeStored) {
+  MetricsView view;
+  v1::Job& failing = view.jobs.emplace_back();
+  failing.set_id("job-000001");
+  failing.set_snapshot_error("the coordinator's snapshot storage is full");
+  failing.set_snapshot_failures(3);
+  v1::Job& recovered = view.jobs.emplace_back();
+  recovered.set_id("job-000002");
+  recovered.set_snapshot_failures(1);
+  const std::string text = RenderMetrics(view);
+  EXPECT_NE(text.find("gradsync_job_snapshot_upload_failures_total{job_id="
+                      "\"job-000001\"} 3\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gradsync_job_snapshot_upload_failures_total{job_id="
+                      "\"job-000002\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("gradsync_job_snapshots_failing{job_id=\"job-000001\"} "
+                      "1\n"),
+            std::string::npos);
+  EXPECT_EQ(text.find("gradsync_job_snapshots_failing{job_id=\"job-000002\""),
+            std::string::npos);
+}
+
 TEST(CoordinatorMetricsTest, WorkersAndHeartbeatAge) {
   MetricsView view;
   view.now_unix_ms = 10'000;

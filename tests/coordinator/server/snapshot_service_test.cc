@@ -3,7 +3,10 @@
 // (CLI `model list` / `model pull`), workers download; snapshots survive a
 // coordinator restart; a damaged file is not served.
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -399,6 +402,95 @@ TEST_F(SnapshotServiceTest, SnapshotsSurviveARestartAndDamageIsReported) {
   EXPECT_NE(err.find("DATA_LOSS"), std::string::npos) << err;
   EXPECT_NE(err.find(stored), std::string::npos) << err;
   EXPECT_FALSE(fs::exists(file + "2"));
+}
+
+// Finding (issue 39, 14): with the state directory on a 3 MB file system a
+// job SUCCEEDED while every snapshot upload failed with "INTERNAL: cannot
+// write <the coordinator's path>", nothing was logged or shown, and
+// `model list` said "has no snapshots yet". Now the upload gets
+// RESOURCE_EXHAUSTED naming the cause (no path), the job shows
+// snapshot_error and counts it, the newest stored snapshot stays, and one
+// stored later clears the error. On a real small file system: a 3 MB tmpfs.
+class FullDiskTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    mount_ = UniqueTempDir("full-disk");
+    if (::mount("tmpfs", mount_.c_str(), "tmpfs", 0, "size=3m") != 0) {
+      const std::string why = std::strerror(errno);
+      fs::remove_all(mount_);
+      mount_.clear();
+      GTEST_SKIP() << "cannot mount a 3 MB tmpfs here (" << why
+                   << "; it needs root)";
+    }
+    state_ = mount_ + "/state";
+    cluster_ = std::make_unique<TestCluster>(absl::Seconds(30), state_);
+    w0_ = std::make_unique<SimWorker>(cluster_->workers(), "host-a");
+    job_ = cluster_->Submit(cluster_->Spec(1)).id();
+    w0_->AwaitAssignment();
+  }
+  void TearDown() override {
+    w0_.reset();
+    cluster_.reset();
+    if (!mount_.empty()) {
+      ::umount2(mount_.c_str(), MNT_DETACH);
+      fs::remove_all(mount_);
+    }
+  }
+
+  std::string mount_, state_;
+  std::unique_ptr<TestCluster> cluster_;
+  std::unique_ptr<SimWorker> w0_;
+  std::string job_;
+};
+
+TEST_F(FullDiskTest, AFullDiskIsReportedAndTheNewestSnapshotKept) {
+  ASSERT_TRUE(Upload(*cluster_, *w0_, Model(1 << 20), 1, 256 << 10).ok());
+  const grpc::Status full =
+      Upload(*cluster_, *w0_, Model(5 << 19), 2, 256 << 10);
+  EXPECT_EQ(full.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << full.error_message();
+  EXPECT_NE(full.error_message().find("snapshot storage is full"),
+            std::string::npos)
+      << full.error_message();
+  EXPECT_NE(full.error_message().find("job " + job_ + " step 2"),
+            std::string::npos)
+      << full.error_message();
+  EXPECT_EQ(full.error_message().find(mount_), std::string::npos)
+      << full.error_message();
+
+  v1::Job job = cluster_->Get(job_);
+  EXPECT_NE(job.snapshot_error().find("snapshot storage is full"),
+            std::string::npos)
+      << job.snapshot_error();
+  EXPECT_EQ(job.snapshot_failures(), 1);
+  std::string out;
+  ASSERT_EQ(
+      RunCli(
+          *cluster_, [&](cli::Cli& cli) { return cli.ModelList(job_); }, &out),
+      0);
+  EXPECT_NE(out.find("The newest snapshots are missing: 1 upload(s) could "
+                     "not be stored"),
+            std::string::npos)
+      << out;
+  ASSERT_EQ(
+      RunCli(
+          *cluster_, [&](cli::Cli& cli) { return cli.Status(job_); }, &out),
+      0);
+  EXPECT_NE(out.find("Snapshots:  NOT STORED (1 failed)"), std::string::npos)
+      << out;
+  // The step-1 snapshot is still there, whole.
+  v1::ListSnapshotsRequest list;
+  list.set_job_id(job_);
+  v1::ListSnapshotsResponse listed;
+  ASSERT_TRUE(cluster_->jobs().ListSnapshots(Ctx().get(), list, &listed).ok());
+  ASSERT_EQ(listed.snapshots_size(), 1);
+  EXPECT_EQ(listed.snapshots(0).step(), 1);
+
+  // Room again for a smaller one: stored, and the error clears.
+  ASSERT_TRUE(Upload(*cluster_, *w0_, Model(256 << 10), 3, 256 << 10).ok());
+  job = cluster_->Get(job_);
+  EXPECT_EQ(job.snapshot_error(), "");
+  EXPECT_EQ(job.snapshot_failures(), 1);
 }
 
 }  // namespace
