@@ -292,8 +292,12 @@ std::string FormatJobDetail(const v1::Job& job, int64_t now_ms) {
       absl::StrAppend(
           &out,
           absl::StrFormat(
-              "  epoch %d: %d/%d (%d padding duplicate(s)%s; %s)\n",
-              e.epoch() + 1, e.committed(), e.samples(), e.duplicates(),
+              "  %s: %d/%d (%d padding duplicate(s)%s; %s)\n",
+              e.last_epoch() > e.epoch()
+                  ? absl::StrFormat("epochs %d-%d, each", e.epoch() + 1,
+                                    e.last_epoch() + 1)
+                  : absl::StrFormat("epoch %d", e.epoch() + 1),
+              e.committed(), e.samples(), e.duplicates(),
               e.dropped() > 0 ? absl::StrFormat(", %d dropped", e.dropped())
                               : "",
               absl::StrJoin(parts, "; ")));

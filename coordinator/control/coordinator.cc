@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "coordinator/control/coordinator_internal.h"
 #include "coordinator/control/job_views.h"
+#include "coordinator/control/sample_ledger.h"
 #include "foundation/text/terminal_text.h"
 
 namespace gradsync {
@@ -213,6 +214,13 @@ void Coordinator::Transition(JobEntry& entry, v1::JobState to,
   t->set_time_unix_ms(now);
   job.clear_stall();
   entry.stall_key.clear();
+  // An attempt that ends without succeeding leaves nothing uncommitted in
+  // the ledger (sample_ledger.h): a later attempt trains it again.
+  if ((job.state() == v1::JOB_STATE_RUNNING ||
+       job.state() == v1::JOB_STATE_RENDEZVOUS) &&
+      to != v1::JOB_STATE_RUNNING && to != v1::JOB_STATE_SUCCEEDED) {
+    ForgetUncommitted(job, job.attempt());
+  }
   job.set_state(to);
   job.set_message(reason);
   job.set_updated_unix_ms(now);

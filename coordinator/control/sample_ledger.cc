@@ -8,10 +8,59 @@
 namespace gradsync {
 namespace {
 
-v1::EpochLedger& EpochEntry(v1::Job& job, int epoch) {
-  for (v1::EpochLedger& e : *job.mutable_ledger()) {
-    if (e.epoch() == epoch) return e;
+bool Complete(const v1::EpochLedger& e) {
+  return e.committed() + e.dropped() >= e.samples();
+}
+
+bool SameSegments(const v1::EpochLedger& a, const v1::EpochLedger& b) {
+  if (a.samples() != b.samples() || a.committed() != b.committed() ||
+      a.duplicates() != b.duplicates() || a.dropped() != b.dropped() ||
+      a.segments_size() != b.segments_size()) {
+    return false;
   }
+  for (int i = 0; i < a.segments_size(); ++i) {
+    if (a.segments(i).SerializeAsString() !=
+        b.segments(i).SerializeAsString()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Orders the entries by epoch and merges each complete one into the run
+// before it when it continues it with the same counts and segments.
+void Compact(v1::Job& job) {
+  auto* ledger = job.mutable_ledger();
+  std::sort(ledger->begin(), ledger->end(),
+            [](const v1::EpochLedger& a, const v1::EpochLedger& b) {
+              return a.epoch() < b.epoch();
+            });
+  int kept = 0;
+  for (int i = 0; i < ledger->size(); ++i) {
+    v1::EpochLedger& e = *ledger->Mutable(i);
+    if (kept > 0) {
+      v1::EpochLedger& run = *ledger->Mutable(kept - 1);
+      if (Complete(run) && Complete(e) && e.epoch() == LastEpoch(run) + 1 &&
+          LastEpoch(e) == e.epoch() && SameSegments(run, e)) {
+        run.set_last_epoch(e.epoch());
+        continue;
+      }
+    }
+    if (kept != i) ledger->SwapElements(kept, i);
+    ++kept;
+  }
+  ledger->DeleteSubrange(kept, ledger->size() - kept);
+}
+
+v1::EpochLedger* FindEntry(v1::Job& job, int epoch) {
+  for (v1::EpochLedger& e : *job.mutable_ledger()) {
+    if (e.epoch() <= epoch && epoch <= LastEpoch(e)) return &e;
+  }
+  return nullptr;
+}
+
+v1::EpochLedger& EpochEntry(v1::Job& job, int epoch) {
+  if (v1::EpochLedger* e = FindEntry(job, epoch)) return *e;
   v1::EpochLedger* e = job.add_ledger();
   e->set_epoch(epoch);
   e->set_samples(job.train_samples());
@@ -45,12 +94,26 @@ void Commit(v1::EpochLedger& epoch, v1::LedgerSegment& s, int64_t positions,
 
 }  // namespace
 
+int LastEpoch(const v1::EpochLedger& entry) {
+  return std::max(entry.epoch(), entry.last_epoch());
+}
+
 const v1::LedgerSegment& CurrentSegment(v1::Job& job, int epoch,
                                         bool* created) {
   v1::EpochLedger& e = EpochEntry(job, epoch);
   *created = false;
   for (const v1::LedgerSegment& s : e.segments()) {
     if (s.attempt() == job.attempt()) return s;
+  }
+  if (Complete(e)) {
+    // Nothing left to train: an empty segment, not recorded (asking for a
+    // finished epoch must not grow the ledger).
+    thread_local v1::LedgerSegment done;
+    done.Clear();
+    done.set_attempt(job.attempt());
+    done.set_world_size(job.world_size());
+    done.set_offset(e.samples());
+    return done;
   }
   *created = true;
   const bool drop_last = job.spec().drop_last();
@@ -84,6 +147,7 @@ void CommitCheckpoint(v1::Job& job, const v1::CheckpointCommit& commit) {
       Commit(e, s, rank_samples * s.world_size(), drop_last);
     }
   }
+  Compact(job);
   job.set_resume_checkpoint(commit.path());
   job.set_resume_step(commit.step());
   job.set_resume_from_snapshot(commit.uploaded());
@@ -91,6 +155,26 @@ void CommitCheckpoint(v1::Job& job, const v1::CheckpointCommit& commit) {
     a->set_committed_step(commit.step());
     a->set_checkpoint(commit.path());
   }
+}
+
+void ForgetUncommitted(v1::Job& job, int attempt) {
+  auto* ledger = job.mutable_ledger();
+  for (v1::EpochLedger& e : *ledger) {
+    auto* segments = e.mutable_segments();
+    segments->erase(std::remove_if(segments->begin(), segments->end(),
+                                   [attempt](const v1::LedgerSegment& s) {
+                                     return s.attempt() == attempt &&
+                                            s.committed() == 0 &&
+                                            s.committed_duplicates() == 0;
+                                   }),
+                    segments->end());
+  }
+  ledger->erase(std::remove_if(ledger->begin(), ledger->end(),
+                               [](const v1::EpochLedger& e) {
+                                 return e.segments().empty();
+                               }),
+                ledger->end());
+  Compact(job);
 }
 
 std::vector<int64_t> SegmentShard(const v1::LedgerSegment& segment,

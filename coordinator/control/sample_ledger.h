@@ -9,6 +9,12 @@
 // the first k * b * W entries of the strided list), the uncommitted samples are
 // always a suffix of the order: a segment is described by its offset alone.
 //
+// Storage: the ledger grows with attempts and checkpoints, not with epochs.
+// A run of complete epochs with the same counts and segments is one entry
+// (EpochLedger.last_epoch), and what an attempt left uncommitted is
+// forgotten when it ends (ForgetUncommitted): a later attempt trains it
+// from the same offset.
+//
 // Functions over the Job record; the caller serialises access (the
 // coordinator holds its lock).
 #pragma once
@@ -21,9 +27,17 @@
 
 namespace gradsync {
 
+// The last epoch an entry stands for (its epoch unless a run).
+int LastEpoch(const v1::EpochLedger& entry);
+
 // The current attempt's segment of `epoch`, created on first use with the
 // offset the earlier attempts committed. `created` tells whether it is new.
+// A complete epoch has nothing left: an empty segment, recorded nowhere.
 const v1::LedgerSegment& CurrentSegment(v1::Job& job, int epoch, bool* created);
+
+// An attempt ended: its segments that committed nothing go, and epochs left
+// with no segment (they hold nothing a restart needs).
+void ForgetUncommitted(v1::Job& job, int attempt);
 
 // Records a checkpoint of the current attempt: every segment of this
 // attempt for an earlier epoch is fully committed, the one of

@@ -126,7 +126,13 @@ def check_exactly_once(job, trace_dir, samples):
                 epoch, step = int(fields[0]), int(fields[1])
                 if step <= limit:
                     counts[epoch].update(int(i) for i in fields[2:])
-    ledger = {int(e.get("epoch", 0)): e for e in job["ledger"]}
+    # An entry stands for the epochs [epoch, last_epoch] (a run of complete
+    # epochs with the same segments is kept as one).
+    ledger = {}
+    for e in job["ledger"]:
+        first = int(e.get("epoch", 0))
+        for epoch in range(first, max(first, int(e.get("last_epoch", 0))) + 1):
+            ledger[epoch] = e
     for epoch in range(int(job["spec"]["epochs"])):
         c = counts[epoch]
         missing = samples - len(c)

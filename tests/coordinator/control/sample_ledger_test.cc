@@ -129,5 +129,65 @@ TEST(SampleLedgerTest, DropLastRecordsTheDroppedTail) {
   EXPECT_EQ(job.ledger(0).dropped(), 1);
 }
 
+// Finding (issue 39, 11): the ledger grew with epochs (a rogue GetShard
+// over 20,000 epochs grew the record by 4.4 MB). A run of complete epochs
+// with the same segments is one entry, asking for a finished epoch records
+// nothing, and what an ended attempt left uncommitted goes.
+TEST(SampleLedgerTest, ALongRunOfCompleteEpochsIsOneEntry) {
+  v1::Job job = MakeJob(100, 2, 5);
+  bool created = false;
+  for (int epoch = 0; epoch < 5000; ++epoch) {
+    CurrentSegment(job, epoch, &created);
+    CommitCheckpoint(job, Commit(epoch, 1000, epoch + 1));
+  }
+  ASSERT_EQ(job.ledger_size(), 1);
+  EXPECT_EQ(job.ledger(0).epoch(), 0);
+  EXPECT_EQ(job.ledger(0).last_epoch(), 4999);
+  EXPECT_EQ(job.ledger(0).committed(), 100);
+  EXPECT_LT(job.ByteSizeLong(), 1024u);
+  // The same attempt asking again gets its segment of that epoch.
+  EXPECT_EQ(CurrentSegment(job, 1234, &created).length(), 100);
+  EXPECT_FALSE(created);
+  // A later attempt asking for a finished epoch gets an empty segment, and
+  // nothing is recorded.
+  job.set_attempt(2);
+  job.add_attempts()->set_attempt(2);
+  const v1::LedgerSegment& done = CurrentSegment(job, 1234, &created);
+  EXPECT_FALSE(created);
+  EXPECT_EQ(done.offset(), 100);
+  EXPECT_TRUE(SegmentShard(done, job.spec(), 100, 1234, 0).empty());
+  EXPECT_EQ(job.ledger_size(), 1);
+
+  // It commits half of epoch 5000: a new entry; the run stays.
+  CurrentSegment(job, 5000, &created);
+  CommitCheckpoint(job, Commit(5000, 5, 5001));  // 5 batches x 5 x 2 ranks
+  ASSERT_EQ(job.ledger_size(), 2);
+  EXPECT_EQ(job.ledger(1).committed(), 50);
+}
+
+TEST(SampleLedgerTest, WhatAnEndedAttemptLeftUncommittedGoes) {
+  v1::Job job = MakeJob(100, 2, 5);
+  bool created = false;
+  CurrentSegment(job, 0, &created);
+  CommitCheckpoint(job, Commit(0, 4, 4));  // 40 of epoch 0
+  // A rogue rank asks for 20,000 epochs ahead: entries meanwhile ...
+  for (int epoch = 1; epoch <= 20000; ++epoch) {
+    CurrentSegment(job, epoch, &created);
+  }
+  EXPECT_EQ(job.ledger_size(), 20001);
+  // ... gone when the attempt ends; the committed part stays, and the next
+  // attempt goes on from it.
+  ForgetUncommitted(job, 1);
+  ASSERT_EQ(job.ledger_size(), 1);
+  EXPECT_EQ(job.ledger(0).committed(), 40);
+  job.set_attempt(2);
+  const v1::LedgerSegment& rest = CurrentSegment(job, 0, &created);
+  EXPECT_TRUE(created);
+  EXPECT_EQ(rest.offset(), 40);
+  const v1::LedgerSegment& fresh = CurrentSegment(job, 7, &created);
+  EXPECT_EQ(fresh.offset(), 0);
+  EXPECT_EQ(fresh.length(), 100);
+}
+
 }  // namespace
 }  // namespace gradsync
