@@ -37,7 +37,9 @@ enum Op : unsigned char {
   kEmptyDict = '}',
   kEmptyList = ']',
   kEmptyTuple = ')',
+  kBuild = 'b',
   kProto = 0x80,
+  kNewObj = 0x81,
   kTuple1 = 0x85,
   kTuple2 = 0x86,
   kTuple3 = 0x87,
@@ -300,6 +302,31 @@ class Parser {
         return Global();
       case kReduce:
         return Reduce();
+      case kNewObj: {
+        absl::StatusOr<PickleValue*> args = Pop();
+        if (!args.ok()) return args.status();
+        absl::StatusOr<PickleValue*> cls = Pop();
+        if (!cls.ok()) return cls.status();
+        if ((*args)->kind != Kind::kTuple)
+          return Bad("arguments are not a tuple");
+        if ((*cls)->kind != Kind::kGlobal) return Bad("builds a non-global");
+        Push(Kind::kObject)->items = {*cls, *args};
+        return absl::OkStatus();
+      }
+      case kBuild: {
+        absl::StatusOr<PickleValue*> state = Pop();
+        if (!state.ok()) return state.status();
+        if (stack_.empty() ||
+            (!marks_.empty() && stack_.size() == marks_.back())) {
+          return Bad("pops an empty stack");
+        }
+        PickleValue* object = stack_.back();
+        if (object->kind != Kind::kObject) {
+          return Bad("BUILD on what NEWOBJ did not make");
+        }
+        object->items.push_back(*state);
+        return absl::OkStatus();
+      }
       case kBinPersId: {
         absl::StatusOr<PickleValue*> id = Pop();
         if (!id.ok()) return id.status();
@@ -307,7 +334,7 @@ class Parser {
         return absl::OkStatus();
       }
       default:
-        return Bad("not in the weights-only subset");
+        return Bad("not in the subset of pickle gradsync reads");
     }
   }
 
@@ -421,6 +448,10 @@ absl::Status Write(const PickleValue& v, int depth, std::string& out) {
       if (absl::Status s = write_items(0); !s.ok()) return s;
       out.push_back(static_cast<char>(kBinPersId));
       return absl::OkStatus();
+    case Kind::kObject:
+      return absl::InvalidArgumentError(
+          "an object built by NEWOBJ is not written (weights-only files have "
+          "none)");
   }
   return absl::InternalError("unknown pickle value kind");
 }

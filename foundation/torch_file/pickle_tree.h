@@ -1,9 +1,11 @@
 // The part of Python's pickle format that torch.load(weights_only=True)
-// reads (protocol 2 containers, numbers, strings, GLOBAL, REDUCE and
-// persistent ids), read into a tree of values and written back, without
-// running anything: a REDUCE stays a call node naming its callable, so the
-// caller decides what may be called. Used to repackage a snapshot's weights
-// (state_dict_export.h).
+// and TorchScript archives use (protocol 2 containers, numbers, strings,
+// GLOBAL, REDUCE, NEWOBJ, BUILD and persistent ids), read into a tree of
+// values and written back, without running anything: a REDUCE stays a call
+// node naming its callable and a NEWOBJ an object node naming its class, so
+// the caller decides what may be called or built. Used to repackage a
+// snapshot's weights (state_dict_export.h) and to check a model file's
+// pickles before LibTorch reads them (script_archive.h).
 //
 // Parsing treats the bytes as hostile: an opcode outside the subset, a
 // truncated argument, a memo index never stored or a malformed stack is
@@ -40,6 +42,8 @@ struct PickleValue {
     kGlobal,  // `text` is "module name", as GLOBAL spells it
     kCall,    // REDUCE: items[0] the callable, items[1] its argument tuple
     kPersistentId,  // BINPERSID: items[0] the id
+    kObject,        // NEWOBJ: items[0] the class, items[1] its argument tuple,
+                    // then the state each BUILD gave it
   };
   Kind kind = Kind::kNone;
   bool boolean = false;
@@ -71,7 +75,8 @@ absl::StatusOr<std::unique_ptr<PickleTree>> ParsePickle(
 
 // `value` as a protocol-2 pickle ending in STOP, with no memo: a shared
 // node is written once per use. INVALID_ARGUMENT when nested deeper than
-// kMaxPickleDepth (a cycle is infinitely deep).
+// kMaxPickleDepth (a cycle is infinitely deep) or holding an object
+// (kObject: never written, a weights-only file has none).
 absl::StatusOr<std::string> WritePickle(const PickleValue& value);
 
 }  // namespace gradsync

@@ -73,7 +73,7 @@ uint32_t Crc32(absl::string_view bytes) {
   return c ^ 0xFFFFFFFFu;
 }
 
-absl::StatusOr<std::vector<ZipRecord>> ReadStoredZip(
+absl::StatusOr<std::vector<ZipEntry>> ListZipEntries(
     absl::string_view archive) {
   absl::StatusOr<size_t> end = FindEnd(archive);
   if (!end.ok()) return end.status();
@@ -93,8 +93,8 @@ absl::StatusOr<std::vector<ZipRecord>> ReadStoredZip(
   if (uint64_t{directory_at} + directory_size > *end) {
     return Bad("central directory runs past its end record");
   }
-  std::vector<ZipRecord> records;
-  records.reserve(entries);
+  std::vector<ZipEntry> list;
+  list.reserve(entries);
   size_t at = directory_at;
   const size_t directory_end = directory_at + directory_size;
   for (uint32_t i = 0; i < entries; ++i) {
@@ -102,10 +102,11 @@ absl::StatusOr<std::vector<ZipRecord>> ReadStoredZip(
         Le(archive, at, 4) != kCentralHeader) {
       return Bad(absl::StrCat("central directory entry ", i, " is damaged"));
     }
-    const uint32_t method = Le(archive, at + 10, 2);
-    const uint32_t crc = Le(archive, at + 16, 4);
+    ZipEntry entry;
+    entry.method = Le(archive, at + 10, 2);
+    entry.crc = Le(archive, at + 16, 4);
     const uint32_t compressed = Le(archive, at + 20, 4);
-    const uint32_t size = Le(archive, at + 24, 4);
+    entry.size = Le(archive, at + 24, 4);
     const size_t name_length = Le(archive, at + 28, 2);
     const size_t extra_length = Le(archive, at + 30, 2);
     const size_t comment_length = Le(archive, at + 32, 2);
@@ -115,13 +116,12 @@ absl::StatusOr<std::vector<ZipRecord>> ReadStoredZip(
     if (next > directory_end) {
       return Bad(absl::StrCat("central directory entry ", i, " is damaged"));
     }
-    std::string name(archive.substr(at + kCentralHeaderSize, name_length));
-    if (method != 0) {
-      return Bad(absl::StrCat(name, " is compressed (method ", method,
-                              "); torch.save stores records as is"));
-    }
-    if (compressed != size || size == 0xFFFFFFFFu || local_at == 0xFFFFFFFFu) {
-      return Bad(absl::StrCat(name, ": zip64 or inconsistent sizes"));
+    entry.name =
+        std::string(archive.substr(at + kCentralHeaderSize, name_length));
+    const std::string& name = entry.name;
+    if (compressed == 0xFFFFFFFFu || entry.size == 0xFFFFFFFFu ||
+        local_at == 0xFFFFFFFFu) {
+      return Bad(absl::StrCat(name, ": zip64 sizes are not supported"));
     }
     if (uint64_t{local_at} + kLocalHeaderSize > directory_at ||
         Le(archive, local_at, 4) != kLocalHeader) {
@@ -130,15 +130,36 @@ absl::StatusOr<std::vector<ZipRecord>> ReadStoredZip(
     const uint64_t data_at = uint64_t{local_at} + kLocalHeaderSize +
                              Le(archive, local_at + 26, 2) +
                              Le(archive, local_at + 28, 2);
-    if (data_at + size > directory_at) {
+    if (data_at + compressed > directory_at) {
       return Bad(absl::StrCat(name, ": data runs past the archive"));
     }
-    absl::string_view data = archive.substr(data_at, size);
-    if (Crc32(data) != crc) {
-      return Bad(absl::StrCat(name, ": CRC-32 mismatch (damaged record)"));
-    }
-    records.push_back({std::move(name), data});
+    entry.data = archive.substr(data_at, compressed);
+    list.push_back(std::move(entry));
     at = next;
+  }
+  return list;
+}
+
+absl::StatusOr<std::vector<ZipRecord>> ReadStoredZip(
+    absl::string_view archive) {
+  absl::StatusOr<std::vector<ZipEntry>> list = ListZipEntries(archive);
+  if (!list.ok()) return list.status();
+  std::vector<ZipRecord> records;
+  records.reserve(list->size());
+  for (ZipEntry& entry : *list) {
+    if (entry.method != 0) {
+      return Bad(absl::StrCat(entry.name, " is compressed (method ",
+                              entry.method,
+                              "); torch.save stores records as is"));
+    }
+    if (entry.data.size() != entry.size) {
+      return Bad(absl::StrCat(entry.name, ": inconsistent sizes"));
+    }
+    if (Crc32(entry.data) != entry.crc) {
+      return Bad(
+          absl::StrCat(entry.name, ": CRC-32 mismatch (damaged record)"));
+    }
+    records.push_back({std::move(entry.name), entry.data});
   }
   return records;
 }

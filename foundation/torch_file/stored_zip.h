@@ -24,6 +24,23 @@ struct ZipRecord {
   absl::string_view data;
 };
 
+// One member as the central directory describes it, stored or compressed:
+// `data` is its bytes in the archive as they are (compressed when `method`
+// is not 0), `size` what they inflate to, as declared.
+struct ZipEntry {
+  std::string name;
+  uint32_t method = 0;  // 0 stored, 8 deflate, ...
+  uint32_t crc = 0;
+  uint64_t size = 0;
+  absl::string_view data;
+};
+
+// The entries of `archive` without inflating or checking any: every offset
+// and length checked against the archive, zip64 and multi-disk archives
+// refused (INVALID_ARGUMENT). What is in a compressed entry is for the
+// caller to bound before inflating it (`size` is only declared).
+absl::StatusOr<std::vector<ZipEntry>> ListZipEntries(absl::string_view archive);
+
 // The records of `archive`, in central-directory order. INVALID_ARGUMENT
 // naming the problem (and the record, where there is one) when the bytes are
 // not a stored zip archive.

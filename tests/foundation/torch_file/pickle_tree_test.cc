@@ -130,6 +130,26 @@ TEST(PickleTreeTest, ACallIsKeptAsANodeNotRun) {
   EXPECT_EQ((*tree)->root().items[0]->text, "os system");
 }
 
+// TorchScript archives build their module objects with NEWOBJ and BUILD:
+// kept as object nodes naming their class (never run), never written back.
+TEST(PickleTreeTest, ObjectsAreKeptAsNodesAndNeverWritten) {
+  auto tree = ParsePickle(
+      std::string("\x80\x02"
+                  "c__torch__\nNet\n)\x81}X\x01\x00\x00\x00kK\x07sb.",
+                  31));
+  ASSERT_TRUE(tree.ok()) << tree.status();
+  const PickleValue& root = (*tree)->root();
+  ASSERT_EQ(root.kind, PickleValue::Kind::kObject);
+  ASSERT_EQ(root.items.size(), 3u);
+  EXPECT_EQ(root.items[0]->text, "__torch__ Net");
+  EXPECT_EQ(root.items[1]->kind, PickleValue::Kind::kTuple);
+  EXPECT_EQ(root.items[2]->kind, PickleValue::Kind::kDict);
+  EXPECT_FALSE(WritePickle(root).ok());
+  // BUILD on anything NEWOBJ did not make, or NEWOBJ of a non-global.
+  EXPECT_FALSE(ParsePickle("\x80\x02]}b.").ok());
+  EXPECT_FALSE(ParsePickle("\x80\x02])\x81.").ok());
+}
+
 TEST(PickleTreeTest, CyclesAndDeepNestingAreRefusedOnWrite) {
   // A list appended into itself through the memo.
   absl::StatusOr<std::unique_ptr<PickleTree>> cycle =

@@ -62,6 +62,30 @@ TEST(StoredZipTest, CompressedRecordsAreRefusedByName) {
       << records.status();
 }
 
+// ListZipEntries describes compressed entries without inflating them, so a
+// caller can bound what they declare first (a model file's checks).
+TEST(StoredZipTest, ListingDescribesCompressedEntriesWithoutInflating) {
+  std::string zip = Archive();
+  const size_t central = zip.find(std::string("PK\x01\x02", 4));
+  ASSERT_NE(central, std::string::npos);
+  zip[central + 10] = 8;     // deflate
+  zip[central + 24] = 0x00;  // declared size: 0x7f000000
+  zip[central + 25] = 0x00;
+  zip[central + 26] = 0x00;
+  zip[central + 27] = 0x7f;
+  absl::StatusOr<std::vector<ZipEntry>> entries = ListZipEntries(zip);
+  ASSERT_TRUE(entries.ok()) << entries.status();
+  ASSERT_FALSE(entries->empty());
+  EXPECT_EQ((*entries)[0].name, "archive/data.pkl");
+  EXPECT_EQ((*entries)[0].method, 8u);
+  EXPECT_EQ((*entries)[0].size, 0x7f000000u);
+  EXPECT_EQ((*entries)[0].data, "pickle bytes");
+  for (size_t cut = 0; cut < zip.size(); cut += 7) {
+    EXPECT_FALSE(ListZipEntries(absl::string_view(zip).substr(0, cut)).ok())
+        << cut;
+  }
+}
+
 TEST(StoredZipTest, EveryTruncationIsRefusedWithoutReadingPastTheEnd) {
   const std::string zip = Archive();
   for (size_t n = 0; n < zip.size(); ++n) {

@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+"""Writes the model files script_archive_test checks into DIR: one plain
+scripted module that must pass, and hostile or broken ones, each made here
+with Debian's PyTorch:
+
+  good.pt        conv + batch norm + linear, torch.jit.script, as a user would
+  resnet18.pt    torchvision's resnet18, scripted (must pass too)
+  recurrent.pt   an LSTM, dropout and float attributes, scripted (must pass)
+  setstate.pt    __setstate__ that writes DIR/pwned with torch.save when
+                 torch.jit.load runs it; setstate.proof says Python's loader
+                 did write it (then it is removed)
+  bomb.pt        good.pt plus a code file declaring 64 MB of deflated blanks
+  truncated.pt   the first half of good.pt
+  global.pt      good.pt with data.pkl calling os.system
+  classes.pt     good.pt with data.pkl building a __torch__.torch.classes object
+  stranger.pt    good.pt with data.pkl naming a __torch__ class no code defines
+  version.pt     good.pt claiming file format version 99
+
+Usage: make_model_files.py DIR"""
+import os
+import sys
+import zipfile
+from typing import Tuple
+
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 4, 3)
+        self.bn = torch.nn.BatchNorm2d(4)
+        self.fc = torch.nn.Linear(4 * 6 * 6, 10)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1))
+
+
+class Hooked(torch.nn.Module):
+    """Writes a file wherever `path` says when torch.jit.load runs its
+    __setstate__."""
+
+    def __init__(self, path: str):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(2))
+        self.path = path
+
+    def forward(self, x):
+        return x * self.w
+
+    @torch.jit.export
+    def __getstate__(self):
+        return (self.w, self.training, self.path)
+
+    @torch.jit.export
+    def __setstate__(self, state: Tuple[torch.Tensor, bool, str]):
+        torch.save(state[0], state[2])
+        self.w = state[0]
+        self.training = state[1]
+        self.path = state[2]
+
+
+class Recurrent(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(8, 16, num_layers=2, batch_first=True)
+        self.drop = torch.nn.Dropout(0.25)
+        self.head = torch.nn.Linear(16, 3)
+        self.scale = 0.5
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.head(self.drop(out[:, -1])) * self.scale
+
+
+def rewrite(src, dst, replace=None, add=None):
+    """Copies the archive `src` to `dst`, entry by entry as stored or
+    deflated, with `replace` {relative name: bytes} and `add` appended."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        prefix = zin.namelist()[0].split("/")[0] + "/"
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            rel = info.filename[len(prefix):]
+            if replace and rel in replace:
+                data = replace[rel]
+            zout.writestr(info, data, compress_type=info.compress_type)
+        for rel, (data, method) in (add or {}).items():
+            zout.writestr(prefix + rel, data, compress_type=method)
+
+
+def main():
+    out = os.path.abspath(sys.argv[1])
+    os.makedirs(out, exist_ok=True)
+    good = os.path.join(out, "good.pt")
+    torch.jit.save(torch.jit.script(Net()), good)
+    import torchvision
+    torch.jit.save(torch.jit.script(torchvision.models.resnet18()),
+                   os.path.join(out, "resnet18.pt"))
+    torch.jit.save(torch.jit.script(Recurrent()),
+                   os.path.join(out, "recurrent.pt"))
+    pwned = os.path.join(out, "pwned")
+    hostile = os.path.join(out, "setstate.pt")
+    torch.jit.save(torch.jit.script(Hooked(pwned)), hostile)
+    if os.path.exists(pwned):
+        os.remove(pwned)
+    torch.jit.load(hostile)  # what a worker that loads it unchecked does
+    with open(os.path.join(out, "setstate.proof"), "w") as f:
+        f.write("wrote\n" if os.path.exists(pwned) else "did not write\n")
+    if os.path.exists(pwned):
+        os.remove(pwned)
+    rewrite(good, os.path.join(out, "bomb.pt"),
+            add={"code/__torch__/bomb.py": (b" " * (64 << 20),
+                                            zipfile.ZIP_DEFLATED)})
+    with open(good, "rb") as f:
+        data = f.read()
+    with open(os.path.join(out, "truncated.pt"), "wb") as f:
+        f.write(data[: len(data) // 2])
+    rewrite(good, os.path.join(out, "global.pt"), replace={
+        "data.pkl": b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00id\x85R."})
+    rewrite(good, os.path.join(out, "classes.pt"), replace={
+        "data.pkl": b"\x80\x02c__torch__.torch.classes.evil\nThing\n)\x81}b."})
+    rewrite(good, os.path.join(out, "stranger.pt"), replace={
+        "data.pkl": b"\x80\x02c__torch__\nStranger\n)\x81}b."})
+    rewrite(good, os.path.join(out, "version.pt"), replace={"version": b"99\n"})
+
+
+if __name__ == "__main__":
+    main()
