@@ -15,6 +15,13 @@ with Debian's PyTorch:
   classes.pt     good.pt with data.pkl building a __torch__.torch.classes object
   stranger.pt    good.pt with data.pkl naming a __torch__ class no code defines
   version.pt     good.pt claiming file format version 99
+and four that pass the archive checks but not the module's (made safe to
+load, refused before their code runs):
+  save_forward.pt  forward writes DIR/leak with torch.save (save_forward.proof
+                   says running it in Python did)
+  from_file.pt     forward reads /etc/hostname with torch.from_file
+  save_hook.pt     a forward hook writes with torch.save
+  frozen.pt        no parameter requires grad
 
 Usage: make_model_files.py DIR"""
 import os
@@ -73,6 +80,39 @@ class Recurrent(torch.nn.Module):
         return self.head(self.drop(out[:, -1])) * self.scale
 
 
+class SaveForward(torch.nn.Module):
+    def __init__(self, path: str):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 2)
+        self.path = path
+
+    def forward(self, x):
+        torch.save(x, self.path)
+        return self.fc(x)
+
+
+class FromFile(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x) + torch.from_file("/etc/hostname", size=1).sum()
+
+
+class Plain(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def save_hook(module: Plain, inputs: Tuple[torch.Tensor], output: torch.Tensor):
+    torch.save(output, "/tmp/gradsync-hook-leak")
+
+
 def rewrite(src, dst, replace=None, add=None):
     """Copies the archive `src` to `dst`, entry by entry as stored or
     deflated, with `replace` {relative name: bytes} and `add` appended."""
@@ -122,6 +162,22 @@ def main():
     rewrite(good, os.path.join(out, "stranger.pt"), replace={
         "data.pkl": b"\x80\x02c__torch__\nStranger\n)\x81}b."})
     rewrite(good, os.path.join(out, "version.pt"), replace={"version": b"99\n"})
+    leak = os.path.join(out, "leak")
+    forward = torch.jit.script(SaveForward(leak))
+    forward(torch.ones(1, 4))  # what running it unchecked does
+    with open(os.path.join(out, "save_forward.proof"), "w") as f:
+        f.write("wrote\n" if os.path.exists(leak) else "did not write\n")
+    os.remove(leak)
+    torch.jit.save(forward, os.path.join(out, "save_forward.pt"))
+    torch.jit.save(torch.jit.script(FromFile()),
+                   os.path.join(out, "from_file.pt"))
+    hooked = Plain()
+    hooked.register_forward_hook(save_hook)
+    torch.jit.save(torch.jit.script(hooked), os.path.join(out, "save_hook.pt"))
+    frozen = Plain()
+    for p in frozen.parameters():
+        p.requires_grad_(False)
+    torch.jit.save(torch.jit.script(frozen), os.path.join(out, "frozen.pt"))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,105 @@
+// A loaded model may compute on tensors, nothing else: CheckScriptModule
+// refuses a forward that writes a file with torch.save (the generator shows
+// running it in Python does), one that reads a file with torch.from_file,
+// a forward hook that writes, and a frozen module; scripted conv, resnet18
+// and LSTM modules pass. Files made by make_model_files.py with Debian's
+// PyTorch (skipped without it); each passes CheckScriptArchive first, as a
+// worker checks them, and is loaded only then.
+#include "worker/model/script_module_check.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "worker/model/script_archive.h"
+
+namespace gradsync {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class ScriptModuleCheckTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(fs::temp_directory_path() /
+                        ("script_module_" + std::to_string(::getpid())));
+    fs::create_directories(*dir_);
+    const std::string command = std::string(GRADSYNC_SYSTEM_PYTHON) + " '" +
+                                GRADSYNC_MAKE_MODELS + "' '" + dir_->string() +
+                                "' 2>'" + (*dir_ / "make.log").string() + "'";
+    made_ = std::system(command.c_str()) == 0;
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+  }
+  void SetUp() override {
+    if (!made_) {
+      GTEST_SKIP() << "make_model_files.py failed (no python3-torch?): "
+                   << ReadFile(*dir_ / "make.log");
+    }
+  }
+  // The archive checks, then LibTorch's load, then the module's checks.
+  static absl::Status Check(const std::string& name) {
+    if (absl::Status s = CheckScriptArchive(ReadFile(*dir_ / name)); !s.ok()) {
+      return s;
+    }
+    return CheckScriptModule(torch::jit::load((*dir_ / name).string()));
+  }
+
+  static fs::path* dir_;
+  static bool made_;
+};
+
+fs::path* ScriptModuleCheckTest::dir_ = nullptr;
+bool ScriptModuleCheckTest::made_ = false;
+
+TEST_F(ScriptModuleCheckTest, ModulesThatComputeOnTensorsPass) {
+  for (const char* name : {"good.pt", "resnet18.pt", "recurrent.pt"}) {
+    EXPECT_TRUE(Check(name).ok()) << name << ": " << Check(name);
+  }
+}
+
+TEST_F(ScriptModuleCheckTest, FileAccessInForwardOrHooksIsRefused) {
+  EXPECT_EQ(ReadFile(*dir_ / "save_forward.proof"), "wrote\n");
+  const struct {
+    const char* file;
+    const char* says;
+  } cases[] = {
+      {"save_forward.pt", "forward calls aten::save"},
+      {"from_file.pt", "forward calls aten::from_file"},
+      {"save_hook.pt", "save_hook calls aten::save"},
+  };
+  for (const auto& c : cases) {
+    const absl::Status s = Check(c.file);
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition)
+        << c.file << ": " << s;
+    EXPECT_NE(s.message().find(c.says), std::string::npos)
+        << c.file << ": " << s;
+  }
+  EXPECT_FALSE(fs::exists(*dir_ / "leak"));
+  EXPECT_FALSE(fs::exists("/tmp/gradsync-hook-leak"));
+}
+
+TEST_F(ScriptModuleCheckTest, AFrozenModuleHasNothingToTrain) {
+  const absl::Status s = Check("frozen.pt");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("no trainable floating-point parameter"),
+            std::string::npos)
+      << s;
+}
+
+}  // namespace
+}  // namespace gradsync
