@@ -8,50 +8,28 @@
 #include "worker/model/script_archive.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "tests/fakes/model_files.h"
 
 namespace gradsync {
 namespace {
 
-namespace fs = std::filesystem;
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::ModelFiles;
 
 class ScriptArchiveTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new fs::path(fs::temp_directory_path() /
-                        ("script_archive_" + std::to_string(::getpid())));
-    fs::create_directories(*dir_);
-    const std::string command = std::string(GRADSYNC_SYSTEM_PYTHON) + " '" +
-                                GRADSYNC_MAKE_MODELS + "' '" + dir_->string() +
-                                "' 2>'" + (*dir_ / "make.log").string() + "'";
-    made_ = std::system(command.c_str()) == 0;
-  }
-  static void TearDownTestSuite() {
-    fs::remove_all(*dir_);
-    delete dir_;
-  }
   void SetUp() override {
-    if (!made_) {
+    if (!ModelFiles::Get().made()) {
       GTEST_SKIP() << "make_model_files.py failed (no python3-torch?): "
-                   << ReadFile(*dir_ / "make.log");
+                   << ModelFiles::Get().log();
     }
   }
   static absl::Status Check(const std::string& name,
                             const ScriptArchiveLimits& limits = {}) {
-    return CheckScriptArchive(ReadFile(*dir_ / name), limits);
+    return CheckScriptArchive(ModelFiles::Get().Read(name), limits);
   }
   static void ExpectRefused(const std::string& name, absl::StatusCode code,
                             const std::string& says) {
@@ -59,13 +37,7 @@ class ScriptArchiveTest : public ::testing::Test {
     EXPECT_EQ(s.code(), code) << name << ": " << s;
     EXPECT_NE(s.message().find(says), std::string::npos) << name << ": " << s;
   }
-
-  static fs::path* dir_;
-  static bool made_;
 };
-
-fs::path* ScriptArchiveTest::dir_ = nullptr;
-bool ScriptArchiveTest::made_ = false;
 
 TEST_F(ScriptArchiveTest, PlainScriptedModulesPass) {
   for (const char* name : {"good.pt", "resnet18.pt", "recurrent.pt"}) {
@@ -75,10 +47,10 @@ TEST_F(ScriptArchiveTest, PlainScriptedModulesPass) {
 
 TEST_F(ScriptArchiveTest, ASetstateThatRunsWhileLoadingIsRefused) {
   // The file is hostile for real: Python's torch.jit.load wrote the file.
-  EXPECT_EQ(ReadFile(*dir_ / "setstate.proof"), "wrote\n");
+  EXPECT_EQ(ModelFiles::Get().Read("setstate.proof"), "wrote\n");
   ExpectRefused("setstate.pt", absl::StatusCode::kInvalidArgument,
                 "defines __setstate__, which LibTorch runs while loading");
-  EXPECT_FALSE(fs::exists(*dir_ / "pwned"));
+  EXPECT_FALSE(std::filesystem::exists(ModelFiles::Get().path("pwned")));
 }
 
 TEST_F(ScriptArchiveTest, BombsAndBrokenArchivesAreRefusedBeforeInflating) {

@@ -8,63 +8,36 @@
 #include "worker/model/script_module_check.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
+#include "tests/fakes/model_files.h"
 #include "worker/model/script_archive.h"
 
 namespace gradsync {
 namespace {
 
-namespace fs = std::filesystem;
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::ModelFiles;
 
 class ScriptModuleCheckTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new fs::path(fs::temp_directory_path() /
-                        ("script_module_" + std::to_string(::getpid())));
-    fs::create_directories(*dir_);
-    const std::string command = std::string(GRADSYNC_SYSTEM_PYTHON) + " '" +
-                                GRADSYNC_MAKE_MODELS + "' '" + dir_->string() +
-                                "' 2>'" + (*dir_ / "make.log").string() + "'";
-    made_ = std::system(command.c_str()) == 0;
-  }
-  static void TearDownTestSuite() {
-    fs::remove_all(*dir_);
-    delete dir_;
-  }
   void SetUp() override {
-    if (!made_) {
+    if (!ModelFiles::Get().made()) {
       GTEST_SKIP() << "make_model_files.py failed (no python3-torch?): "
-                   << ReadFile(*dir_ / "make.log");
+                   << ModelFiles::Get().log();
     }
   }
   // The archive checks, then LibTorch's load, then the module's checks.
   static absl::Status Check(const std::string& name) {
-    if (absl::Status s = CheckScriptArchive(ReadFile(*dir_ / name)); !s.ok()) {
+    if (absl::Status s = CheckScriptArchive(ModelFiles::Get().Read(name));
+        !s.ok()) {
       return s;
     }
-    return CheckScriptModule(torch::jit::load((*dir_ / name).string()));
+    return CheckScriptModule(
+        torch::jit::load(ModelFiles::Get().path(name).string()));
   }
-
-  static fs::path* dir_;
-  static bool made_;
 };
-
-fs::path* ScriptModuleCheckTest::dir_ = nullptr;
-bool ScriptModuleCheckTest::made_ = false;
 
 TEST_F(ScriptModuleCheckTest, ModulesThatComputeOnTensorsPass) {
   for (const char* name : {"good.pt", "resnet18.pt", "recurrent.pt"}) {
@@ -73,7 +46,7 @@ TEST_F(ScriptModuleCheckTest, ModulesThatComputeOnTensorsPass) {
 }
 
 TEST_F(ScriptModuleCheckTest, FileAccessInForwardOrHooksIsRefused) {
-  EXPECT_EQ(ReadFile(*dir_ / "save_forward.proof"), "wrote\n");
+  EXPECT_EQ(ModelFiles::Get().Read("save_forward.proof"), "wrote\n");
   const struct {
     const char* file;
     const char* says;
@@ -89,8 +62,8 @@ TEST_F(ScriptModuleCheckTest, FileAccessInForwardOrHooksIsRefused) {
     EXPECT_NE(s.message().find(c.says), std::string::npos)
         << c.file << ": " << s;
   }
-  EXPECT_FALSE(fs::exists(*dir_ / "leak"));
-  EXPECT_FALSE(fs::exists("/tmp/gradsync-hook-leak"));
+  EXPECT_FALSE(std::filesystem::exists(ModelFiles::Get().path("leak")));
+  EXPECT_FALSE(std::filesystem::exists("/tmp/gradsync-hook-leak"));
 }
 
 TEST_F(ScriptModuleCheckTest, AFrozenModuleHasNothingToTrain) {
