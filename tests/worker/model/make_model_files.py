@@ -22,6 +22,9 @@ load, refused before their code runs):
   from_file.pt     forward reads /etc/hostname with torch.from_file
   save_hook.pt     a forward hook writes with torch.save
   frozen.pt        no parameter requires grad
+and two that break the forward contract (one Tensor in, [N, outputs] out):
+  tuple_out.pt     forward returns (logits, features)
+  two_inputs.pt    forward takes (x, y)
 
 Usage: make_model_files.py DIR"""
 import os
@@ -109,6 +112,24 @@ class Plain(torch.nn.Module):
         return self.fc(x)
 
 
+class TupleOut(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 2)
+
+    def forward(self, x) -> Tuple[torch.Tensor, torch.Tensor]:
+        return self.fc(x), x
+
+
+class TwoInputs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 2)
+
+    def forward(self, x, y):
+        return self.fc(x) + y
+
+
 def save_hook(module: Plain, inputs: Tuple[torch.Tensor], output: torch.Tensor):
     torch.save(output, "/tmp/gradsync-hook-leak")
 
@@ -178,6 +199,10 @@ def main():
     for p in frozen.parameters():
         p.requires_grad_(False)
     torch.jit.save(torch.jit.script(frozen), os.path.join(out, "frozen.pt"))
+    torch.jit.save(torch.jit.script(TupleOut()),
+                   os.path.join(out, "tuple_out.pt"))
+    torch.jit.save(torch.jit.script(TwoInputs()),
+                   os.path.join(out, "two_inputs.pt"))
 
 
 if __name__ == "__main__":
