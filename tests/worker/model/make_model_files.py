@@ -25,10 +25,13 @@ load, refused before their code runs):
 and two that break the forward contract (one Tensor in, [N, outputs] out):
   tuple_out.pt     forward returns (logits, features)
   two_inputs.pt    forward takes (x, y)
+and printer.pt, whose forward prints and warns terminal escapes and a
+forged line.
 
 Usage: make_model_files.py DIR"""
 import os
 import sys
+import warnings
 import zipfile
 from typing import Tuple
 
@@ -130,6 +133,17 @@ class TwoInputs(torch.nn.Module):
         return self.fc(x) + y
 
 
+class Printer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        print("evil\x1b]0;title\x07\x1b[2J\ngradsync-worker: FORGED")
+        warnings.warn("warned\x1b[2J\nFORGED")
+        return self.fc(x)
+
+
 def save_hook(module: Plain, inputs: Tuple[torch.Tensor], output: torch.Tensor):
     torch.save(output, "/tmp/gradsync-hook-leak")
 
@@ -203,6 +217,7 @@ def main():
                    os.path.join(out, "tuple_out.pt"))
     torch.jit.save(torch.jit.script(TwoInputs()),
                    os.path.join(out, "two_inputs.pt"))
+    torch.jit.save(torch.jit.script(Printer()), os.path.join(out, "printer.pt"))
 
 
 if __name__ == "__main__":
