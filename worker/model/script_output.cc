@@ -3,21 +3,22 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/jit/runtime/print_handler.h>
 
-#include <mutex>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "foundation/text/terminal_text.h"
 
 namespace gradsync {
 namespace {
 
-std::mutex& SinkMutex() {
-  static std::mutex* mu = new std::mutex();
+absl::Mutex& SinkMutex() {
+  static absl::Mutex* mu = new absl::Mutex();
   return *mu;
 }
 
+// Guarded by SinkMutex().
 std::function<void(const std::string&)>& Sink() {
   static auto* sink = new std::function<void(const std::string&)>();
   return *sink;
@@ -27,7 +28,7 @@ void Emit(const std::string& prefix, const std::string& text) {
   // print() ends its text with a newline: not part of the line.
   const std::string line =
       absl::StrCat(prefix, OneLine(absl::StripTrailingAsciiWhitespace(text)));
-  std::lock_guard<std::mutex> lock(SinkMutex());
+  absl::MutexLock lock(&SinkMutex());
   if (Sink()) {
     Sink()(line);
   } else {
@@ -49,7 +50,7 @@ class EscapingWarnings : public c10::WarningHandler {
 
 void RouteModelOutput(std::function<void(const std::string& line)> sink) {
   {
-    std::lock_guard<std::mutex> lock(SinkMutex());
+    absl::MutexLock lock(&SinkMutex());
     Sink() = std::move(sink);
   }
   static EscapingWarnings* warnings = new EscapingWarnings();
