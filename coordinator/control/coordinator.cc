@@ -134,8 +134,11 @@ v1::Job Coordinator::Snapshot(const JobEntry& entry) const {
   return job;
 }
 
-v1::Job Coordinator::EventSnapshot(const JobEntry& entry) const {
-  return Abridged(Snapshot(entry));
+void Coordinator::PublishJob(JobEntry& entry) {
+  v1::JobEvent event;
+  *event.mutable_job() = Abridged(Snapshot(entry));
+  *event.mutable_summary() = event.job().metrics();
+  entry.events->Append(std::move(event));
 }
 
 void Coordinator::Persist(JobEntry& entry) {
@@ -174,10 +177,7 @@ void Coordinator::OnPersisted(const std::string& job_id,
                          " (retrying)");
   if (error == entry.persist_error) return;
   entry.persist_error = error;
-  v1::JobEvent event;
-  *event.mutable_job() = EventSnapshot(entry);
-  *event.mutable_summary() = event.job().metrics();
-  entry.events->Append(std::move(event));
+  PublishJob(entry);
 }
 
 void Coordinator::NoteSnapshotStorage(const std::string& job_id,
@@ -195,10 +195,7 @@ void Coordinator::NoteSnapshotStorage(const std::string& job_id,
           status.ok() ? absl::StrCat("job ", job_id, ": snapshots stored again")
                       : absl::StrCat("job ", job_id, ": ", error,
                                      " (its newest stored snapshot is kept)"));
-  v1::JobEvent event;
-  *event.mutable_job() = EventSnapshot(entry);
-  *event.mutable_summary() = event.job().metrics();
-  entry.events->Append(std::move(event));
+  PublishJob(entry);
   Persist(entry);
 }
 
@@ -236,10 +233,7 @@ void Coordinator::Transition(JobEntry& entry, v1::JobState to,
     if (job.master_port() > 0)
       ports_.Release(job.master_addr(), job.master_port());
   }
-  v1::JobEvent event;
-  *event.mutable_job() = EventSnapshot(entry);
-  *event.mutable_summary() = event.job().metrics();
-  entry.events->Append(std::move(event));
+  PublishJob(entry);
   if (IsTerminal(to)) entry.events->Close();
   Index(entry);
   Persist(entry);

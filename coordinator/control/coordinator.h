@@ -330,9 +330,9 @@ class Coordinator {
   void Forget(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes finished jobs beyond max_finished_jobs or finished_job_ttl.
   void EnforceRetention(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Snapshot, abridged (job_views.h): what a job event carries.
-  v1::Job EventSnapshot(const JobEntry& entry) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends the job as it is now (abridged, job_views.h, with its metrics
+  // summary) to its event log: what watchers see of a change.
+  void PublishJob(JobEntry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::Job Snapshot(const JobEntry& entry) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string DescribeRank(const JobEntry& entry, int rank) const

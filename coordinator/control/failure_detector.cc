@@ -114,10 +114,7 @@ void Coordinator::DetectStalls(absl::Time now) {
             absl::StrFormat(
                 "job %s %s", job.id(),
                 stall.empty() ? "no longer stalled" : "stalled: " + stall));
-    v1::JobEvent event;
-    *event.mutable_job() = EventSnapshot(entry);
-    *event.mutable_summary() = event.job().metrics();
-    entry.events->Append(std::move(event));
+    PublishJob(entry);
   }
 }
 
