@@ -19,14 +19,8 @@ namespace {
 
 using testing::ModelFiles;
 
-class ScriptArchiveTest : public ::testing::Test {
+class ScriptArchiveTest : public testing::ModelFilesTest {
  protected:
-  void SetUp() override {
-    if (!ModelFiles::Get().made()) {
-      GTEST_SKIP() << "make_model_files.py failed (no python3-torch?): "
-                   << ModelFiles::Get().log();
-    }
-  }
   static absl::Status Check(const std::string& name,
                             const ScriptArchiveLimits& limits = {}) {
     return CheckScriptArchive(ModelFiles::Get().Read(name), limits);

@@ -15,14 +15,8 @@ namespace {
 
 using testing::ModelFiles;
 
-class ScriptForwardTest : public ::testing::Test {
+class ScriptForwardTest : public testing::ModelFilesTest {
  protected:
-  void SetUp() override {
-    if (!ModelFiles::Get().made()) {
-      GTEST_SKIP() << "make_model_files.py failed (no python3-torch?): "
-                   << ModelFiles::Get().log();
-    }
-  }
   static torch::jit::Module Load(const std::string& name) {
     return torch::jit::load(ModelFiles::Get().path(name).string());
   }

@@ -20,14 +20,8 @@ namespace {
 
 using testing::ModelFiles;
 
-class ScriptModuleCheckTest : public ::testing::Test {
+class ScriptModuleCheckTest : public testing::ModelFilesTest {
  protected:
-  void SetUp() override {
-    if (!ModelFiles::Get().made()) {
-      GTEST_SKIP() << "make_model_files.py failed (no python3-torch?): "
-                   << ModelFiles::Get().log();
-    }
-  }
   // The archive checks, then LibTorch's load, then the module's checks.
   static absl::Status Check(const std::string& name) {
     if (absl::Status s = CheckScriptArchive(ModelFiles::Get().Read(name));

@@ -17,11 +17,9 @@ namespace {
 
 using testing::ModelFiles;
 
-TEST(ScriptOutputTest, PrintsAndWarningsAreEscapedLines) {
-  if (!ModelFiles::Get().made()) {
-    GTEST_SKIP() << "make_model_files.py failed (no python3-torch?): "
-                 << ModelFiles::Get().log();
-  }
+class ScriptOutputTest : public testing::ModelFilesTest {};
+
+TEST_F(ScriptOutputTest, PrintsAndWarningsAreEscapedLines) {
   std::vector<std::string> lines;
   RouteModelOutput(
       [&lines](const std::string& line) { lines.push_back(line); });
