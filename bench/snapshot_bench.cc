@@ -49,8 +49,8 @@
 #include "coordinator/wire/snapshot_stream.h"
 #include "gradsync/v1/job_service.grpc.pb.h"
 #include "gradsync/v1/worker_service.grpc.pb.h"
+#include "worker/model/builtin_model.h"
 #include "worker/model/checkpoint.h"
-#include "worker/model/models.h"
 
 namespace gradsync::bench {
 namespace {
@@ -75,9 +75,10 @@ std::unique_ptr<grpc::ClientContext> Ctx(const std::string& key,
 // classes), written by the worker's checkpoint code.
 std::string CheckpointBytes(const std::string& model_name,
                             const fs::path& dir) {
-  auto model = MakeModel(model_name, ModelShape());
+  auto model = MakeBuiltinModel(model_name, ModelShape());
   if (!model.ok()) Die(std::string(model.status().message()));
-  torch::optim::SGD sgd((*model)->parameters(), torch::optim::SGDOptions(0.1));
+  torch::optim::SGD sgd(TrainableParameters(**model),
+                        torch::optim::SGDOptions(0.1));
   TrainPosition position;
   position.step = 1;
   auto path =

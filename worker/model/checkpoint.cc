@@ -189,7 +189,7 @@ absl::Status RestoreOptimizer(const GenericDict& saved, const std::string& name,
 }
 
 absl::Status RestoreModel(const GenericDict& saved, const std::string& name,
-                          torch::nn::Module& model) {
+                          TrainableModel& model) {
   torch::NoGradGuard no_grad;
   auto load = [&](const std::string& key, at::Tensor& target) -> absl::Status {
     if (!saved.contains(key)) {
@@ -206,11 +206,8 @@ absl::Status RestoreModel(const GenericDict& saved, const std::string& name,
     target.copy_(value);
     return absl::OkStatus();
   };
-  for (auto& item : model.named_parameters()) {
-    if (absl::Status s = load(item.key(), item.value()); !s.ok()) return s;
-  }
-  for (auto& item : model.named_buffers()) {
-    if (absl::Status s = load(item.key(), item.value()); !s.ok()) return s;
+  for (NamedTensor& item : StateTensors(model)) {
+    if (absl::Status s = load(item.name, item.value); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -228,7 +225,7 @@ int64_t StepOf(const fs::path& file, std::string* tag) {
 }  // namespace
 
 absl::StatusOr<std::string> WriteCheckpoint(
-    torch::nn::Module& model, torch::optim::Optimizer& optimizer,
+    TrainableModel& model, torch::optim::Optimizer& optimizer,
     const TrainPosition& position,
     const std::map<std::string, std::string>& metadata, const std::string& dir,
     const std::string& tag) {
@@ -239,11 +236,8 @@ absl::StatusOr<std::string> WriteCheckpoint(
         "cannot create checkpoint directory ", dir, ": ", ec.message()));
   }
   c10::Dict<std::string, at::Tensor> weights;
-  for (const auto& item : model.named_parameters()) {
-    weights.insert(item.key(), Saved(item.value().detach()));
-  }
-  for (const auto& item : model.named_buffers()) {
-    weights.insert(item.key(), Saved(item.value().detach()));
+  for (const NamedTensor& item : StateTensors(model)) {
+    weights.insert(item.name, Saved(item.value.detach()));
   }
   c10::Dict<std::string, std::string> meta;
   for (const auto& [key, value] : metadata) meta.insert(key, value);
@@ -356,7 +350,7 @@ absl::StatusOr<std::vector<char>> ReadFileBytes(const std::string& path,
 
 absl::StatusOr<TrainPosition> RestoreCheckpoint(
     const std::vector<char>& bytes, const std::string& name,
-    torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
+    TrainableModel& model, torch::optim::Optimizer& optimizer) {
   try {
     const IValue loaded = torch::pickle_load(bytes);
     if (!loaded.isGenericDict()) {

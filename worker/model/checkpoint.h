@@ -34,6 +34,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "worker/model/trainable_model.h"
 
 namespace gradsync {
 
@@ -64,7 +65,7 @@ struct TrainPosition {
 // file's path. The file is written beside as <name>.tmp, created afresh
 // (O_EXCL, never through a link), fsync'ed, then renamed into place.
 absl::StatusOr<std::string> WriteCheckpoint(
-    torch::nn::Module& model, torch::optim::Optimizer& optimizer,
+    TrainableModel& model, torch::optim::Optimizer& optimizer,
     const TrainPosition& position,
     const std::map<std::string, std::string>& metadata, const std::string& dir,
     const std::string& tag = "");
@@ -91,6 +92,6 @@ absl::StatusOr<std::vector<char>> ReadFileBytes(
 // RNG. `name` is used in error messages.
 absl::StatusOr<TrainPosition> RestoreCheckpoint(
     const std::vector<char>& bytes, const std::string& name,
-    torch::nn::Module& model, torch::optim::Optimizer& optimizer);
+    TrainableModel& model, torch::optim::Optimizer& optimizer);
 
 }  // namespace gradsync

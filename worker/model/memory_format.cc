@@ -3,7 +3,7 @@
 namespace gradsync {
 namespace {
 
-void Relayout(torch::Tensor& t) {
+void Relayout(torch::Tensor t) {
   if (t.dim() != 4 || IsChannelsLast(t)) return;
   // empty() with the format sets channels-last strides even where a size-1
   // dimension makes contiguous() a no-op.
@@ -20,10 +20,15 @@ bool IsChannelsLast(const torch::Tensor& t) {
          t.suggest_memory_format() == at::MemoryFormat::ChannelsLast;
 }
 
-void UseChannelsLast(torch::nn::Module& model) {
+void UseChannelsLast(const std::vector<torch::Tensor>& tensors) {
   torch::NoGradGuard no_grad;
-  for (torch::Tensor& p : model.parameters()) Relayout(p);
-  for (torch::Tensor& b : model.buffers()) Relayout(b);
+  for (const torch::Tensor& t : tensors) Relayout(t);
+}
+
+void UseChannelsLast(TrainableModel& model) {
+  torch::NoGradGuard no_grad;
+  for (NamedTensor& p : model.NamedParameters()) Relayout(p.value);
+  for (NamedTensor& b : model.NamedBuffers()) Relayout(b.value);
 }
 
 }  // namespace gradsync

@@ -17,12 +17,18 @@
 
 #include <torch/torch.h>
 
+#include <vector>
+
+#include "worker/model/trainable_model.h"
+
 namespace gradsync {
 
-// Re-lays out every 4-D parameter and buffer of `model` in channels-last
-// order, including those with a size-1 dimension that would already count
-// as channels-last contiguous (a 1-channel convolution's weight).
-void UseChannelsLast(torch::nn::Module& model);
+// Re-lays out every 4-D tensor of `tensors` in channels-last order,
+// including those with a size-1 dimension that would already count as
+// channels-last contiguous (a 1-channel convolution's weight).
+void UseChannelsLast(const std::vector<torch::Tensor>& tensors);
+// The same for every parameter and buffer of `model`.
+void UseChannelsLast(TrainableModel& model);
 
 // True when `t` is 4-D and laid out (and marked) channels-last.
 bool IsChannelsLast(const torch::Tensor& t);

@@ -40,8 +40,7 @@ torch::Tensor PythonDropout2d(const torch::Tensor& x, double p, bool training);
 // gradient for every x (ReLU is monotonic, the pool picks the same element,
 // and ReLU passes gradient only where that element is > 0), and ReLU then
 // touches a quarter of the elements. Parameter names stay PyTorch's.
-torch::Tensor ConvBnPoolRelu(torch::nn::SequentialImpl& layer,
-                             torch::Tensor x);
+torch::Tensor ConvBnPoolRelu(torch::nn::SequentialImpl& layer, torch::Tensor x);
 
 // INVALID_ARGUMENT for an unknown name or a shape the model cannot take
 // (fashion_cnn needs 28x28).

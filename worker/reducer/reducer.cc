@@ -130,8 +130,8 @@ int64_t DefaultBucketCapBytes(Backend backend) {
   return backend == Backend::kGloo ? int64_t{4} << 20 : int64_t{25} << 20;
 }
 
-absl::Status Reducer::BroadcastModel(torch::nn::Module& module,
-                                     Communicator& comm) {
+absl::Status Reducer::BroadcastTensors(
+    const std::vector<torch::Tensor>& tensors, Communicator& comm) {
   torch::NoGradGuard no_grad;
   // Communicators take contiguous tensors; a channels-last parameter goes
   // through a contiguous copy.
@@ -142,10 +142,7 @@ absl::Status Reducer::BroadcastModel(torch::nn::Module& module,
     t.copy_(staged);
     return absl::OkStatus();
   };
-  for (torch::Tensor t : module.parameters()) {
-    if (absl::Status s = broadcast(t); !s.ok()) return s;
-  }
-  for (torch::Tensor t : module.buffers()) {
+  for (const torch::Tensor& t : tensors) {
     if (absl::Status s = broadcast(t); !s.ok()) return s;
   }
   return absl::OkStatus();

@@ -72,9 +72,10 @@ class Reducer {
   Reducer(const Reducer&) = delete;
   Reducer& operator=(const Reducer&) = delete;
 
-  // Copies rank 0's parameters and buffers to every rank.
-  static absl::Status BroadcastModel(torch::nn::Module& module,
-                                     Communicator& comm);
+  // Copies rank 0's values of `tensors` (a model's parameters and
+  // buffers, listed in the same order on every rank) to every rank.
+  static absl::Status BroadcastTensors(
+      const std::vector<torch::Tensor>& tensors, Communicator& comm);
 
   void set_require_sync(bool sync) { require_sync_ = sync; }
   void PrepareForBackward();

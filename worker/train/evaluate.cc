@@ -2,16 +2,18 @@
 
 #include <algorithm>
 
+#include "worker/train/loss.h"
 #include "worker/train/precision.h"
 
 namespace gradsync {
 
-absl::StatusOr<EvalReport> Evaluate(ImageClassifier& model,
+absl::StatusOr<EvalReport> Evaluate(TrainableModel& model,
                                     const torch::Device& device,
-                                    Precision precision, BatchLoader& loader,
+                                    Precision precision, LossKind loss,
+                                    BatchLoader& loader,
                                     const std::vector<int64_t>& indices,
                                     int epoch, Communicator& comm) {
-  model.eval();
+  model.SetTraining(false);
   torch::NoGradGuard no_grad;
   if (absl::Status s = loader.StartEpoch(epoch, indices); !s.ok()) return s;
   // Summed on the device and read once, not once per batch.
@@ -19,25 +21,28 @@ absl::StatusOr<EvalReport> Evaluate(ImageClassifier& model,
       {}, torch::TensorOptions().dtype(torch::kDouble).device(device));
   torch::Tensor loss_sum = torch::zeros_like(correct);
   int64_t count = 0;
+  bool classes = true;
   Batch batch;
   while (true) {
     auto got = loader.Next(&batch);
     if (!got.ok()) return got.status();
     if (!*got) break;
-    torch::Tensor logits;
+    absl::StatusOr<torch::Tensor> logits;
     {
       // In the training precision, as Lightning evaluates.
       AutocastScope autocast(precision, device);
-      logits = model.forward(batch.images.to(device));
+      logits = model.Forward(batch.images.to(device));
     }
-    logits = logits.to(torch::kFloat);
+    if (!logits.ok()) return logits.status();
+    const torch::Tensor out = logits->to(torch::kFloat);
     const torch::Tensor labels = batch.labels.to(device);
-    loss_sum += torch::nn::functional::cross_entropy(
-        logits, labels,
-        torch::nn::functional::CrossEntropyFuncOptions().reduction(
-            torch::kSum));
-    correct += logits.argmax(1).eq(labels).sum();
-    count += batch.images.size(0);
+    const int64_t n = batch.images.size(0);
+    auto mean = ComputeLoss(loss, model, out, labels);
+    if (!mean.ok()) return mean.status();
+    loss_sum += mean->to(torch::kDouble) * static_cast<double>(n);
+    classes = classes && IsClassTarget(labels);
+    if (classes) correct += out.argmax(1).eq(labels).sum();
+    count += n;
   }
   torch::Tensor totals = torch::tensor(
       {static_cast<float>(correct.item<double>()),
@@ -49,7 +54,8 @@ absl::StatusOr<EvalReport> Evaluate(ImageClassifier& model,
   EvalReport report;
   report.epoch = epoch;
   report.samples = static_cast<int64_t>(samples);
-  report.accuracy = totals[0].item<float>() / std::max(1.0f, samples);
+  report.accuracy =
+      classes ? totals[0].item<float>() / std::max(1.0f, samples) : -1;
   report.loss = totals[1].item<float>() / std::max(1.0f, samples);
   return report;
 }

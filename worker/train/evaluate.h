@@ -3,7 +3,9 @@
 // every sample exactly once, no padding), then one all-reduce sums correct
 // predictions, loss and counts over the ranks, so every rank gets the same
 // EvalReport. The forward pass runs under `precision`'s autocast, as in
-// training. Thread safety: the training thread; a collective.
+// training, and the loss is training's (loss.h); accuracy counts only
+// where targets are class indices (-1 otherwise). Thread safety: the
+// training thread; a collective.
 #pragma once
 
 #include <torch/torch.h>
@@ -14,14 +16,15 @@
 #include "absl/status/statusor.h"
 #include "loader/batch_loader.h"
 #include "worker/comm/communicator.h"
-#include "worker/model/models.h"
+#include "worker/model/trainable_model.h"
 #include "worker/train/train_spec.h"
 
 namespace gradsync {
 
-absl::StatusOr<EvalReport> Evaluate(ImageClassifier& model,
+absl::StatusOr<EvalReport> Evaluate(TrainableModel& model,
                                     const torch::Device& device,
-                                    Precision precision, BatchLoader& loader,
+                                    Precision precision, LossKind loss,
+                                    BatchLoader& loader,
                                     const std::vector<int64_t>& indices,
                                     int epoch, Communicator& comm);
 

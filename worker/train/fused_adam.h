@@ -22,7 +22,8 @@ namespace gradsync {
 
 class FusedAdam : public torch::optim::Adam {
  public:
-  FusedAdam(std::vector<torch::Tensor> params, torch::optim::AdamOptions options)
+  FusedAdam(std::vector<torch::Tensor> params,
+            torch::optim::AdamOptions options)
       : torch::optim::Adam(std::move(params), options) {}
 
   torch::Tensor step(LossClosure closure = nullptr) override;

@@ -65,7 +65,7 @@ absl::Status BroadcastBytes(const TrainContext& c, ResumeBytes& r) {
 }  // namespace
 
 absl::StatusOr<TrainPosition> ResumeFromCheckpoint(
-    const TrainContext& c, torch::nn::Module& model,
+    const TrainContext& c, TrainableModel& model,
     torch::optim::Optimizer& optimizer) {
   ResumeBytes r = ReadOnRankZero(c);
   if (absl::Status s = BroadcastBytes(c, r); !s.ok()) return s;

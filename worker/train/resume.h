@@ -17,7 +17,7 @@
 namespace gradsync {
 
 absl::StatusOr<TrainPosition> ResumeFromCheckpoint(
-    const TrainContext& context, torch::nn::Module& model,
+    const TrainContext& context, TrainableModel& model,
     torch::optim::Optimizer& optimizer);
 
 }  // namespace gradsync

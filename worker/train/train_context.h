@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "loader/dataset.h"
 #include "worker/comm/communicator.h"
 #include "worker/train/step_profiler.h"
@@ -70,6 +71,9 @@ struct TrainContext {
   // (device_feeder.h), so the CPU runs the GPU's feeding and loss-reading
   // path. Null: the device decides (a copy stream on CUDA, none on CPU).
   HostToDevice* transfers = nullptr;
+  // When set, a model file's bytes (spec.model_file) pass this before they
+  // load: the agent checks their SHA-256 against the job's digest.
+  std::function<absl::Status(absl::string_view bytes)> verify_model_file;
   // Written into checkpoints (torchrun names, job id, ...).
   std::map<std::string, std::string> metadata;
 };

@@ -18,6 +18,8 @@ enum class OptimizerKind { kAdam, kSgd };
 enum class WireCompression { kNone, kFp16, kBf16 };
 // Lightning's "32", "bf16-mixed", "16-mixed" (worker/train/precision.h).
 enum class Precision { k32, kBf16Mixed, k16Mixed };
+// PyTorch's loss functions by their functional names (worker/train/loss.h).
+enum class LossKind { kCrossEntropy, kNll, kMse, kBceWithLogits };
 
 struct TrainSpec {
   // Data: <dataset_path>/<split>/<class>/<file> (ImageFolder layout).
@@ -31,8 +33,12 @@ struct TrainSpec {
   std::string augmentation = "none";
   int loader_threads = 2;
   int prefetch_depth = 2;
-  // Model and optimisation.
+  // Model and optimisation: a built-in model's name, or (model_file set)
+  // a TorchScript file on this host, checked before it runs
+  // (worker/model/script_model.h); `model` then names it in logs.
   std::string model;
+  std::string model_file;
+  LossKind loss = LossKind::kCrossEntropy;  // unless the model defines one
   int epochs = 1;
   int batch_size = 1;  // per rank
   int64_t seed = 0;

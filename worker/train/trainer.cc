@@ -14,9 +14,10 @@
 #include "loader/batch_loader.h"
 #include "loader/exception_status.h"
 #include "loader/open_dataset.h"
+#include "worker/model/builtin_model.h"
 #include "worker/model/checkpoint.h"
 #include "worker/model/memory_format.h"
-#include "worker/model/models.h"
+#include "worker/model/script_model.h"
 #include "worker/reducer/reducer.h"
 #include "worker/train/compute_device.h"
 #include "worker/train/cuda_host_to_device.h"
@@ -25,6 +26,7 @@
 #include "worker/train/foreach_sgd.h"
 #include "worker/train/fused_adam.h"
 #include "worker/train/grad_scaler.h"
+#include "worker/train/loss.h"
 #include "worker/train/precision.h"
 #include "worker/train/resume.h"
 
@@ -96,10 +98,10 @@ ReducerOptions MakeReducerOptions(const TrainSpec& spec, Backend backend) {
 // per-parameter sums stay where the parameters are (a GPU would otherwise
 // be drained once per parameter). The same parameters give the same bits on
 // every rank: each reduction runs in a fixed order.
-double ParamSum(torch::nn::Module& model) {
+double ParamSum(const std::vector<torch::Tensor>& params) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> sums;
-  for (const torch::Tensor& p : model.parameters()) {
+  for (const torch::Tensor& p : params) {
     sums.push_back(p.sum(torch::kFloat64));
   }
   return sums.empty() ? 0 : torch::stack(sums).sum().item<double>();
@@ -110,7 +112,10 @@ struct Session {
   std::shared_ptr<const Dataset> train_set;
   std::unique_ptr<BatchLoader> loader;
   std::unique_ptr<BatchLoader> eval_loader;  // null without an eval split
-  std::shared_ptr<ImageClassifier> model;
+  std::unique_ptr<TrainableModel> model;
+  // The model's parameters that train (requires_grad), in its order: what
+  // the reducer and the optimizer hold.
+  std::vector<torch::Tensor> params;
   torch::Device device{torch::kCPU};
   std::unique_ptr<Reducer> reducer;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
@@ -154,40 +159,68 @@ absl::Status OpenData(const TrainContext& c, Session& s) {
   return absl::OkStatus();
 }
 
+// The built-in model the spec names, or its model file, checked and
+// loaded (script_model.h).
+absl::StatusOr<std::unique_ptr<TrainableModel>> LoadModel(const TrainContext& c,
+                                                          const Session& s) {
+  const int64_t classes = s.train_set->num_classes();
+  if (c.spec.model_file.empty()) {
+    ModelShape shape;
+    shape.channels = s.loader->channels();
+    shape.height = s.loader->height();
+    shape.width = s.loader->width();
+    shape.classes = static_cast<int>(classes);
+    return MakeBuiltinModel(c.spec.model, shape);
+  }
+  auto bytes = ReadFileBytes(c.spec.model_file, kMaxModelFileBytes);
+  if (!bytes.ok()) return bytes.status();
+  const absl::string_view view(bytes->data(), bytes->size());
+  if (c.verify_model_file) {
+    if (absl::Status st = c.verify_model_file(view); !st.ok()) return st;
+  }
+  auto loaded = LoadScriptModel(view, classes);
+  if (!loaded.ok()) return loaded.status();
+  return std::unique_ptr<TrainableModel>(*std::move(loaded));
+}
+
 // The model on its device with rank 0's parameters, its reducer and its
 // optimizer.
 absl::Status BuildModel(const TrainContext& c, Session& s) {
-  ModelShape shape;
-  shape.channels = s.loader->channels();
-  shape.height = s.loader->height();
-  shape.width = s.loader->width();
-  shape.classes = s.train_set->num_classes();
-  auto model = MakeModel(c.spec.model, shape);
+  auto model = LoadModel(c, s);
   if (!model.ok()) return model.status();
-  s.model = *model;
+  s.model = *std::move(model);
   auto device = ComputeDevice(c.comm->backend(), c.cuda_device);
   if (!device.ok()) return device.status();
   s.device = *device;
   if (absl::Status st = CheckPrecision(c.spec.precision, s.device); !st.ok()) {
     return st;
   }
-  s.model->to(s.device);
+  s.model->To(s.device);
   if (s.device.is_cuda()) {
     auto transfers = CreateCudaHostToDevice(s.device.index());
     if (!transfers.ok()) return transfers.status();
     s.transfers = std::move(*transfers);
   }
   // On the CPU, convolutions and what follows them run faster in NHWC
-  // (memory_format.h); on CUDA the layout stays as PyTorch's default.
-  if (s.device.is_cpu()) UseChannelsLast(*s.model);
-  if (absl::Status st = Reducer::BroadcastModel(*s.model, *c.comm); !st.ok()) {
+  // (memory_format.h); on CUDA the layout stays as PyTorch's default. A
+  // model file stays contiguous (ChannelsLastSafe).
+  if (s.device.is_cpu() && s.model->ChannelsLastSafe()) {
+    UseChannelsLast(*s.model);
+  }
+  std::vector<torch::Tensor> everything;
+  for (NamedTensor& p : s.model->NamedParameters())
+    everything.push_back(p.value);
+  for (NamedTensor& b : s.model->NamedBuffers()) everything.push_back(b.value);
+  if (absl::Status st = Reducer::BroadcastTensors(everything, *c.comm);
+      !st.ok()) {
     return st;
   }
-  auto reducer = Reducer::Create(s.model->parameters(), c.comm,
+  s.params = TrainableParameters(*s.model);
+  auto reducer = Reducer::Create(s.params, c.comm,
                                  MakeReducerOptions(c.spec, c.comm->backend()));
   if (!reducer.ok()) return reducer.status();
   s.reducer = std::move(*reducer);
-  s.optimizer = MakeOptimizer(c.spec, s.model->parameters());
+  s.optimizer = MakeOptimizer(c.spec, s.params);
   return absl::OkStatus();
 }
 
@@ -243,7 +276,7 @@ class Loop {
       return s;
     }
     feeder_.Start([this](Batch* b) { return s_.loader->Next(b); });
-    s_.model->train();
+    s_.model->SetTraining(true);
     Batch batch;
     while (true) {
       if (c_.cancel && c_.cancel->load()) {
@@ -285,22 +318,25 @@ class Loop {
     // the caching allocator hands the memory back at once.
     if (micro == 0) {
       if (s_.device.is_cuda()) {
-        for (torch::Tensor& p : s_.model->parameters()) {
-          p.mutable_grad() = torch::Tensor();
-        }
+        for (torch::Tensor& p : s_.params) p.mutable_grad() = torch::Tensor();
       } else {
         s_.optimizer->zero_grad();
       }
     }
     StepReport m;
-    torch::Tensor loss;
+    absl::StatusOr<torch::Tensor> computed;
     {
       // Forward and loss in the run's precision (precision.h), on the batch
       // the feeder already put on the device.
       AutocastScope autocast(c_.spec.precision, s_.device);
-      loss = torch::nn::functional::cross_entropy(
-          s_.model->forward(batch.images), batch.labels);
+      computed = s_.model->Forward(batch.images);
+      if (computed.ok()) {
+        computed =
+            ComputeLoss(c_.spec.loss, *s_.model, *computed, batch.labels);
+      }
     }
+    if (!computed.ok()) return computed.status();
+    const torch::Tensor loss = *std::move(computed);
     m.forward_ms = MsSince(compute_start);
     // The trace line goes out before backward sends any gradient: once the
     // other ranks have this rank's gradients (and may commit the step), a
@@ -332,8 +368,7 @@ class Loop {
       if (scaled_) {
         // 16-mixed: every rank agrees to skip a step whose gradients
         // overflowed on any rank (grad_scaler.h).
-        auto overflow =
-            scaler_.UnscaleAndCheck(s_.model->parameters(), *c_.comm);
+        auto overflow = scaler_.UnscaleAndCheck(s_.params, *c_.comm);
         if (!overflow.ok()) return overflow.status();
         skipped = *overflow;
         scaler_.Update(skipped);
@@ -411,7 +446,7 @@ class Loop {
     // Reading the parameters waits for the GPU: first wait, bounded, for
     // the all-reduces the step left in flight.
     if (absl::Status s = s_.reducer->Drain(); !s.ok()) return s;
-    const double sum = ParamSum(*s_.model);
+    const double sum = ParamSum(s_.params);
     m.param_checksum = sum;
     auto all = c_.comm->AllGather(absl::StrFormat("%.17g", sum));
     if (!all.ok()) return all.status();
@@ -429,8 +464,9 @@ class Loop {
   absl::Status EvaluateEpoch(int epoch) {
     auto indices = c_.shard(epoch, /*eval=*/true);
     if (!indices.ok()) return indices.status();
-    auto report = Evaluate(*s_.model, s_.device, c_.spec.precision,
-                           *s_.eval_loader, *indices, epoch, *c_.comm);
+    auto report =
+        Evaluate(*s_.model, s_.device, c_.spec.precision, c_.spec.loss,
+                 *s_.eval_loader, *indices, epoch, *c_.comm);
     if (!report.ok()) return report.status();
     result_.accuracy = report->accuracy;
     if (c_.rank == 0 && c_.on_eval) c_.on_eval(*report);

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "worker/model/models.h"
+#include "worker/model/builtin_model.h"
 
 namespace gradsync {
 namespace {
@@ -32,23 +32,25 @@ class CheckpointTest : public ::testing::Test {
     shape.height = shape.width = 12;
     shape.classes = 3;
     model_ = *MakeModel("lenet", shape);
+    trainable_ = std::make_unique<BuiltinModel>(model_);
     optimizer_ = std::make_unique<torch::optim::SGD>(
         model_->parameters(), torch::optim::SGDOptions(0.1));
   }
   void TearDown() override { fs::remove_all(dir_); }
 
   TrainPosition RoundTrip(const TrainPosition& at) {
-    auto path = WriteCheckpoint(*model_, *optimizer_, at, {}, dir_);
+    auto path = WriteCheckpoint(*trainable_, *optimizer_, at, {}, dir_);
     EXPECT_TRUE(path.ok()) << path.status();
     auto bytes = ReadFileBytes(*path);
     EXPECT_TRUE(bytes.ok());
-    auto back = RestoreCheckpoint(*bytes, *path, *model_, *optimizer_);
+    auto back = RestoreCheckpoint(*bytes, *path, *trainable_, *optimizer_);
     EXPECT_TRUE(back.ok()) << back.status();
     return *back;
   }
 
   std::string dir_;
   std::shared_ptr<ImageClassifier> model_;
+  std::unique_ptr<BuiltinModel> trainable_;  // model_, as the trainer holds it
   std::unique_ptr<torch::optim::SGD> optimizer_;
 };
 
@@ -81,7 +83,7 @@ TEST_F(CheckpointTest, TheFileNamesNoTorchScriptHelpers) {
   optimizer_->step();
   TrainPosition at;
   at.step = 1;
-  auto path = WriteCheckpoint(*model_, *optimizer_, at, {{"k", "v"}}, dir_);
+  auto path = WriteCheckpoint(*trainable_, *optimizer_, at, {{"k", "v"}}, dir_);
   ASSERT_TRUE(path.ok()) << path.status();
   auto bytes = ReadFileBytes(*path);
   ASSERT_TRUE(bytes.ok());
@@ -90,7 +92,7 @@ TEST_F(CheckpointTest, TheFileNamesNoTorchScriptHelpers) {
   EXPECT_EQ(text.find("restore_type_tag"), std::string::npos);
   EXPECT_EQ(text.find("build_intlist"), std::string::npos);
   EXPECT_NE(text.find("_rebuild_tensor_v2"), std::string::npos);
-  EXPECT_TRUE(RestoreCheckpoint(*bytes, *path, *model_, *optimizer_).ok());
+  EXPECT_TRUE(RestoreCheckpoint(*bytes, *path, *trainable_, *optimizer_).ok());
 }
 
 // Finding: two jobs sharing a directory overwrote each other, resuming from
@@ -99,7 +101,7 @@ TEST_F(CheckpointTest, TheFileNamesNoTorchScriptHelpers) {
 TEST_F(CheckpointTest, JobsKeepApartAndFilesAreWrittenSafely) {
   TrainPosition at;
   at.step = 3;
-  auto a = WriteCheckpoint(*model_, *optimizer_, at, {}, dir_, "job-a");
+  auto a = WriteCheckpoint(*trainable_, *optimizer_, at, {}, dir_, "job-a");
   ASSERT_TRUE(a.ok()) << a.status();
   EXPECT_EQ(*a, dir_ + "/model-job-a-step-3.pt");
   auto latest = ResolveCheckpoint(dir_);
@@ -111,7 +113,7 @@ TEST_F(CheckpointTest, JobsKeepApartAndFilesAreWrittenSafely) {
   std::ofstream(victim) << "precious";
   fs::create_symlink(victim, dir_ + "/model-job-b-step-5.pt.tmp");
   at.step = 5;
-  auto b = WriteCheckpoint(*model_, *optimizer_, at, {}, dir_, "job-b");
+  auto b = WriteCheckpoint(*trainable_, *optimizer_, at, {}, dir_, "job-b");
   ASSERT_TRUE(b.ok()) << b.status();
   std::ifstream in(victim);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious");

@@ -8,8 +8,8 @@
 
 #include <filesystem>
 
+#include "worker/model/builtin_model.h"
 #include "worker/model/checkpoint.h"
-#include "worker/model/models.h"
 #include "worker/model/optimizer_state_key.h"
 
 namespace gradsync {
@@ -40,7 +40,7 @@ TEST(MemoryFormatTest, ConvolutionWeightsMoveAndLinearOnesStay) {
   const auto before = model->named_parameters();
   std::vector<const c10::TensorImpl*> impls;
   for (const auto& p : before) impls.push_back(p.value().unsafeGetTensorImpl());
-  UseChannelsLast(*model);
+  UseChannelsLast(model->parameters());
   const auto after = model->named_parameters();
   size_t i = 0;
   for (const auto& p : after) {
@@ -57,7 +57,7 @@ TEST(MemoryFormatTest, OutputsAndGradientsAreTheSame) {
   torch::manual_seed(3);
   auto nchw = FashionCnn();
   auto nhwc = CopyOf(*nchw);
-  UseChannelsLast(*nhwc);
+  UseChannelsLast(nhwc->parameters());
   // Eval mode: no dropout draws, so both see the same function.
   nchw->eval();
   nhwc->eval();
@@ -82,11 +82,12 @@ TEST(MemoryFormatTest, CheckpointsHoldContiguousTensors) {
           .string();
   fs::remove_all(dir);
   auto nhwc = FashionCnn();
-  UseChannelsLast(*nhwc);
+  UseChannelsLast(nhwc->parameters());
   torch::optim::Adam adam(nhwc->parameters(), torch::optim::AdamOptions(0.1));
   nhwc->forward(torch::rand({4, 1, 28, 28})).sum().backward();
   adam.step();
-  auto path = WriteCheckpoint(*nhwc, adam, TrainPosition{}, {}, dir);
+  BuiltinModel trainable(nhwc);
+  auto path = WriteCheckpoint(trainable, adam, TrainPosition{}, {}, dir);
   ASSERT_TRUE(path.ok()) << path.status();
   auto bytes = ReadFileBytes(*path);
   ASSERT_TRUE(bytes.ok());
@@ -100,17 +101,19 @@ TEST(MemoryFormatTest, CheckpointsHoldContiguousTensors) {
   auto nchw = FashionCnn();
   torch::optim::Adam nchw_adam(nchw->parameters(),
                                torch::optim::AdamOptions(0.1));
-  ASSERT_TRUE(RestoreCheckpoint(*bytes, *path, *nchw, nchw_adam).ok());
+  BuiltinModel nchw_model(nchw);
+  ASSERT_TRUE(RestoreCheckpoint(*bytes, *path, nchw_model, nchw_adam).ok());
   const auto a = nhwc->named_parameters(), b = nchw->named_parameters();
   for (const auto& p : a) {
     EXPECT_TRUE(torch::equal(p.value(), b[p.key()])) << p.key();
   }
   // ...and a channels-last one gets its optimizer state in its own layout.
   auto again = FashionCnn();
-  UseChannelsLast(*again);
+  UseChannelsLast(again->parameters());
   torch::optim::Adam again_adam(again->parameters(),
                                 torch::optim::AdamOptions(0.1));
-  ASSERT_TRUE(RestoreCheckpoint(*bytes, *path, *again, again_adam).ok());
+  BuiltinModel again_model(again);
+  ASSERT_TRUE(RestoreCheckpoint(*bytes, *path, again_model, again_adam).ok());
   const torch::Tensor conv = again->named_parameters()["layer1.0.weight"];
   const auto& state = static_cast<torch::optim::AdamParamState&>(
       *again_adam.state().at(OptimizerStateKeyOf(conv)));

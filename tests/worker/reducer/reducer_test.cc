@@ -47,8 +47,11 @@ std::vector<torch::Tensor> Train(int rank, int world, Communicator* comm,
     model = *MakeModel("lenet", Shape());
   }
   model->to(device);
-  if (channels_last) UseChannelsLast(*model);  // as the trainer on CPU
-  EXPECT_TRUE(Reducer::BroadcastModel(*model, *comm).ok());
+  if (channels_last)
+    UseChannelsLast(model->parameters());  // as the trainer on CPU
+  std::vector<torch::Tensor> all = model->parameters();
+  for (const torch::Tensor& b : model->buffers()) all.push_back(b);
+  EXPECT_TRUE(Reducer::BroadcastTensors(all, *comm).ok());
   auto reducer = Reducer::Create(model->parameters(), comm, ro);
   EXPECT_TRUE(reducer.ok()) << reducer.status();
   torch::optim::SGD opt(model->parameters(),
@@ -241,7 +244,7 @@ TEST(ModelsTest, PoolingBeforeReluIsTheSameFunction) {
         torch::nn::Conv2d(torch::nn::Conv2dOptions(2, 4, 3).padding(1)),
         torch::nn::BatchNorm2d(4), torch::nn::ReLU(),
         torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2)));
-    if (channels_last) UseChannelsLast(*layer);
+    if (channels_last) UseChannelsLast(layer->parameters());
     // Rounded inputs make equal values (ties) common.
     const torch::Tensor x = (torch::randn({3, 2, 8, 8}) * 2).round();
     auto run = [&](bool pytorch_order) {

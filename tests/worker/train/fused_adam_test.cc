@@ -23,7 +23,7 @@ Run Steps(const torch::optim::AdamOptions& options, int steps) {
   torch::manual_seed(9);
   Run run;
   torch::nn::Conv2d conv(torch::nn::Conv2dOptions(3, 8, 3));
-  UseChannelsLast(*conv);
+  UseChannelsLast(conv->parameters());
   run.params = {conv->weight, torch::randn({20, 30}).requires_grad_(true),
                 torch::randn({7}).requires_grad_(true)};
   run.optimizer = std::make_unique<Optimizer>(run.params, options);

@@ -1,0 +1,153 @@
+#include "worker/model/script_model.h"
+
+#include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/version.h>
+
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "worker/model/script_forward.h"
+#include "worker/model/script_module_check.h"
+
+namespace gradsync {
+namespace {
+
+std::string FirstLine(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+std::string SchemaText(const c10::FunctionSchema& schema) {
+  std::ostringstream text;
+  text << schema;
+  return text.str();
+}
+
+// A loss method, when there is one, takes (self, Tensor, Tensor) and
+// returns a Tensor.
+absl::Status CheckLossMethod(const torch::jit::Module& module) {
+  const c10::optional<torch::jit::Method> loss = module.find_method("loss");
+  if (!loss.has_value()) return absl::OkStatus();
+  const c10::FunctionSchema& schema = loss->function().getSchema();
+  const auto& args = schema.arguments();
+  const auto& returns = schema.returns();
+  const bool shaped = args.size() == 3 &&
+                      args[1].type()->kind() == c10::TypeKind::TensorType &&
+                      args[2].type()->kind() == c10::TypeKind::TensorType &&
+                      returns.size() == 1 &&
+                      returns[0].type()->kind() == c10::TypeKind::TensorType;
+  if (!shaped) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model file: loss must take (self, Tensor output, Tensor target) and "
+        "return a Tensor; it is ",
+        SchemaText(schema)));
+  }
+  return absl::OkStatus();
+}
+
+std::set<std::string> NamesIn(const std::string& text) {
+  std::set<std::string> names;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (!line.empty()) names.insert(std::string(line));
+  }
+  return names;
+}
+
+template <typename Items>
+std::vector<NamedTensor> Named(const Items& items,
+                               const std::set<std::string>& non_persistent) {
+  std::vector<NamedTensor> out;
+  for (const auto& item : items) {
+    out.push_back(
+        {item.name, item.value, non_persistent.count(item.name) == 0});
+  }
+  return out;
+}
+
+}  // namespace
+
+ScriptModel::ScriptModel(torch::jit::Module module, int64_t outputs,
+                         std::set<std::string> non_persistent_buffers)
+    : module_(std::move(module)),
+      outputs_(outputs),
+      non_persistent_(std::move(non_persistent_buffers)) {}
+
+absl::StatusOr<torch::Tensor> ScriptModel::Forward(const torch::Tensor& batch) {
+  return ScriptForward(module_, batch, outputs_);
+}
+
+std::vector<NamedTensor> ScriptModel::NamedParameters() {
+  return Named(module_.named_parameters(/*recurse=*/true), {});
+}
+
+std::vector<NamedTensor> ScriptModel::NamedBuffers() {
+  return Named(module_.named_buffers(/*recurse=*/true), non_persistent_);
+}
+
+void ScriptModel::SetTraining(bool on) { module_.train(on); }
+
+void ScriptModel::To(const torch::Device& device) { module_.to(device); }
+
+bool ScriptModel::HasLoss() const {
+  return module_.find_method("loss").has_value();
+}
+
+absl::StatusOr<torch::Tensor> ScriptModel::Loss(const torch::Tensor& output,
+                                                const torch::Tensor& target) {
+  if (!HasLoss()) return TrainableModel::Loss(output, target);
+  torch::jit::GraphOptimizerEnabledGuard unoptimized(false);
+  c10::IValue result;
+  try {
+    result = module_.get_method("loss")({output, target});
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model file: loss fails: ", FirstLine(e.what())));
+  }
+  if (!result.isTensor() || result.toTensor().numel() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model file: loss must return a one-element Tensor; it returned ",
+        result.isTensor() ? absl::StrCat("a Tensor of ",
+                                         result.toTensor().numel(), " elements")
+                          : result.type()->repr_str()));
+  }
+  return result.toTensor().reshape({});
+}
+
+absl::StatusOr<std::unique_ptr<ScriptModel>> LoadScriptModel(
+    absl::string_view bytes, int64_t outputs,
+    const ScriptArchiveLimits& limits) {
+  if (absl::Status s = CheckScriptArchive(bytes, limits); !s.ok()) return s;
+  torch::jit::Module module;
+  torch::jit::ExtraFilesMap extra{{kNonPersistentBuffersFile, ""}};
+  try {
+    std::istringstream in{std::string(bytes)};
+    module = torch::jit::load(in, torch::kCPU, extra);
+  } catch (const std::exception& e) {
+    // An op this LibTorch lacks (a module scripted by a newer PyTorch) is
+    // reported here, by name.
+    return absl::FailedPreconditionError(
+        absl::StrCat("model file: LibTorch ", TORCH_VERSION,
+                     " cannot load it (scripted by a newer PyTorch?): ",
+                     FirstLine(e.what())));
+  }
+  if (absl::Status s = CheckScriptModule(module); !s.ok()) return s;
+  if (absl::Status s = CheckLossMethod(module); !s.ok()) return s;
+  std::set<std::string> non_persistent =
+      NamesIn(extra[kNonPersistentBuffersFile]);
+  for (const auto& b : module.named_buffers(/*recurse=*/true)) {
+    non_persistent.erase(b.name);
+  }
+  if (!non_persistent.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model file: ", kNonPersistentBuffersFile,
+        " names a buffer the module does not have: ", *non_persistent.begin()));
+  }
+  return std::make_unique<ScriptModel>(
+      std::move(module), outputs, NamesIn(extra[kNonPersistentBuffersFile]));
+}
+
+}  // namespace gradsync
