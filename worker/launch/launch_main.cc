@@ -23,9 +23,11 @@
 #include "worker/comm/devices.h"
 #include "worker/launch/local_launcher.h"
 #include "worker/launch/standalone_rank.h"
+#include "worker/model/script_output.h"
 #include "worker/train/compute_device.h"
 #include "worker/train/compute_threads.h"
 #include "worker/train/host_allocator.h"
+#include "worker/train/loss.h"
 #include "worker/train/precision.h"
 
 namespace {
@@ -75,8 +77,17 @@ int main(int argc, char** argv) {
   app.add_option("--split", spec.split, "training split (default train)");
   app.add_option("--eval-split", spec.eval_split, "evaluation split");
   app.add_option("--channels", spec.channels, "0 as stored, 1 or 3");
-  app.add_option("--model", spec.model, "fashion_cnn|lenet|resnet18|mlp")
-      ->required();
+  auto* model =
+      app.add_option("--model", spec.model, "fashion_cnn|lenet|resnet18|mlp");
+  auto* model_file = app.add_option(
+      "--model-file", spec.model_file,
+      "a TorchScript module (torch.jit.save), checked before it runs");
+  model->excludes(model_file);
+  model_file->excludes(model);
+  std::string loss = "cross_entropy";
+  app.add_option("--loss", loss,
+                 "cross_entropy|nll|mse|bce_with_logits (default "
+                 "cross_entropy; a model's own loss() wins)");
   app.add_option("--epochs", spec.epochs, "epochs (default 1)");
   app.add_option("--batch-size", spec.batch_size, "batch size per rank")
       ->required();
@@ -119,6 +130,19 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (spec.model.empty() == spec.model_file.empty()) {
+    std::cerr << "gradsync-launch: give --model or --model-file\n";
+    return 2;
+  }
+  if (!spec.model_file.empty()) {
+    spec.model = std::filesystem::path(spec.model_file).filename().string();
+  }
+  if (auto parsed = gradsync::ParseLoss(loss); parsed.ok()) {
+    spec.loss = *parsed;
+  } else {
+    std::cerr << "gradsync-launch: --" << parsed.status().message() << "\n";
+    return 2;
+  }
   spec.dataset_access.decoded_cache =
       std::make_shared<gradsync::MemoryBudget>(decoded_cache_mb << 20);
 
@@ -180,6 +204,11 @@ int main(int argc, char** argv) {
       gradsync::SetComputeThreads(threads);
     }
     gradsync::KeepFreedHostMemory();  // host_allocator.h
+    // A model file's prints and warnings, escaped, one line each.
+    const int rank = o.rank;
+    gradsync::RouteModelOutput([rank](const std::string& line) {
+      std::cerr << "[rank " << rank << "] " << line << std::endl;
+    });
     auto result = gradsync::RunStandaloneRank(o, std::cout);
     if (!result.ok()) {
       std::cerr << "[rank " << o.rank << "] " << result.status() << "\n";

@@ -16,7 +16,7 @@ namespace {
 
 std::string StepJson(const StepReport& m) {
   return absl::StrFormat(
-      "{\"rank\": %d, \"epoch\": %d, \"step\": %d, \"loss\": %.6f, "
+      "{\"rank\": %d, \"epoch\": %d, \"step\": %d, \"loss\": %.9g, "
       "\"samples_per_sec\": %.3f, \"data_wait_ms\": %.3f, \"compute_ms\": "
       "%.3f, \"forward_ms\": %.3f, \"backward_ms\": %.3f, "
       "\"optimizer_ms\": %.3f, \"allreduce_ms\": %.3f, "

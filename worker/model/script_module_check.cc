@@ -3,6 +3,7 @@
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -44,6 +45,23 @@ const std::set<std::string>& VettedStringOps() {
   return kVetted;
 }
 
+// Ops with an argument that chooses training or inference behaviour. A
+// scripted module passes its `training` attribute there; a traced one has
+// the constant it was traced with, and never switches mode.
+const std::map<std::string, std::string>& ModeArguments() {
+  static const std::map<std::string, std::string> kMode = {
+      {"aten::dropout", "train"},
+      {"aten::dropout_", "train"},
+      {"aten::feature_dropout", "train"},
+      {"aten::feature_dropout_", "train"},
+      {"aten::alpha_dropout", "train"},
+      {"aten::alpha_dropout_", "train"},
+      {"aten::feature_alpha_dropout", "train"},
+      {"aten::feature_alpha_dropout_", "train"},
+      {"aten::batch_norm", "training"}};
+  return kMode;
+}
+
 bool IsTorchClass(const c10::TypePtr& type) {
   const auto cls = type->cast<c10::ClassType>();
   return cls != nullptr && cls->name().has_value() &&
@@ -80,6 +98,21 @@ absl::Status CheckNode(const torch::jit::Function& function,
                                      "from a vetted list)"));
         }
       }
+    }
+  }
+  if (auto mode = ModeArguments().find(op); mode != ModeArguments().end()) {
+    const c10::FunctionSchema* schema = node->maybeSchema();
+    const auto index =
+        schema ? schema->argumentIndexWithName(mode->second) : c10::nullopt;
+    if (index.has_value() &&
+        static_cast<size_t>(*index) < node->inputs().size() &&
+        node->input(*index)->node()->kind() == c10::prim::Constant) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "model file: ", function.qualname().qualifiedName(), " calls ", op,
+          " with a constant '", mode->second,
+          "' (a traced module keeps the mode it was traced in, so it would "
+          "never switch between training and evaluation): script it with "
+          "torch.jit.script"));
     }
   }
   if (kind == c10::prim::CallMethod && node->inputs().size() > 0 &&

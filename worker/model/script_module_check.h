@@ -14,6 +14,8 @@
 //     padding modes, ...): a string is how an op names a file;
 //   - calls through an interface type (what runs is chosen at run time)
 //     and values of torch.classes types (native objects);
+//   - dropout or batch norm with a constant training flag: a traced module
+//     (torch.jit.trace) keeps the mode it was traced in;
 //   - a module with no trainable floating-point parameter (INVALID_ARGUMENT:
 //     nothing to train, e.g. a frozen module).
 // Thread safety: reads the module; safe while nothing mutates it.

@@ -464,6 +464,17 @@ class Loop {
   absl::Status EvaluateEpoch(int epoch) {
     auto indices = c_.shard(epoch, /*eval=*/true);
     if (!indices.ok()) return indices.status();
+    // Every rank evaluates with rank 0's buffers (batch norm's running
+    // statistics, which each rank updated from its own batches), as DDP's
+    // broadcast_buffers gives them to every forward pass; rank 0's, which
+    // checkpoints hold, are DDP's exactly. (TrainEpoch settled the last
+    // step's all-reduces.)
+    std::vector<torch::Tensor> buffers;
+    for (NamedTensor& b : s_.model->NamedBuffers()) buffers.push_back(b.value);
+    if (absl::Status s = Reducer::BroadcastTensors(buffers, *c_.comm);
+        !s.ok()) {
+      return s;
+    }
     auto report =
         Evaluate(*s_.model, s_.device, c_.spec.precision, c_.spec.loss,
                  *s_.eval_loader, *indices, epoch, *c_.comm);

@@ -25,6 +25,12 @@ load, refused before their code runs):
 and two that break the forward contract (one Tensor in, [N, outputs] out):
   tuple_out.pt     forward returns (logits, features)
   two_inputs.pt    forward takes (x, y)
+traced_dropout.pt, Plain with dropout traced in eval mode (its dropout
+never switches on); for ScriptModel:
+  buffers.pt     a persistent buffer "keep" and a non-persistent "scratch",
+                 named in the extra file gradsync_non_persistent_buffers
+  own_loss.pt    Plain with loss(output, target) = 3 * cross-entropy
+  bad_loss.pt    Plain with loss(output) (one argument too few)
 and printer.pt, whose forward prints and warns terminal escapes and a
 forged line.
 
@@ -144,6 +150,28 @@ class Printer(torch.nn.Module):
         return self.fc(x)
 
 
+class Buffers(Plain):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("keep", torch.zeros(2))
+        self.register_buffer("scratch", torch.ones(2), persistent=False)
+
+    def forward(self, x):
+        return self.fc(x) + self.keep + self.scratch
+
+
+class OwnLoss(Plain):
+    @torch.jit.export
+    def loss(self, output: torch.Tensor, target: torch.Tensor):
+        return 3.0 * torch.nn.functional.cross_entropy(output, target)
+
+
+class BadLoss(Plain):
+    @torch.jit.export
+    def loss(self, output: torch.Tensor):
+        return output.sum()
+
+
 def save_hook(module: Plain, inputs: Tuple[torch.Tensor], output: torch.Tensor):
     torch.save(output, "/tmp/gradsync-hook-leak")
 
@@ -218,6 +246,16 @@ def main():
     torch.jit.save(torch.jit.script(TwoInputs()),
                    os.path.join(out, "two_inputs.pt"))
     torch.jit.save(torch.jit.script(Printer()), os.path.join(out, "printer.pt"))
+    dropped = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Dropout(0.5),
+                                  torch.nn.Linear(8, 2)).eval()
+    torch.jit.save(torch.jit.trace(dropped, torch.rand(3, 4)),
+                   os.path.join(out, "traced_dropout.pt"))
+    torch.jit.save(torch.jit.script(Buffers()), os.path.join(out, "buffers.pt"),
+                   _extra_files={"gradsync_non_persistent_buffers": "scratch\n"})
+    torch.jit.save(torch.jit.script(OwnLoss()),
+                   os.path.join(out, "own_loss.pt"))
+    torch.jit.save(torch.jit.script(BadLoss()),
+                   os.path.join(out, "bad_loss.pt"))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 // A loaded model may compute on tensors, nothing else: CheckScriptModule
 // refuses a forward that writes a file with torch.save (the generator shows
 // running it in Python does), one that reads a file with torch.from_file,
-// a forward hook that writes, and a frozen module; scripted conv, resnet18
+// a forward hook that writes, a frozen module and a module traced with its
+// dropout fixed in eval mode; scripted conv, resnet18
 // and LSTM modules pass. Files made by make_model_files.py with Debian's
 // PyTorch (skipped without it); each passes CheckScriptArchive first, as a
 // worker checks them, and is loaded only then.
@@ -58,6 +59,16 @@ TEST_F(ScriptModuleCheckTest, FileAccessInForwardOrHooksIsRefused) {
   }
   EXPECT_FALSE(std::filesystem::exists(ModelFiles::Get().path("leak")));
   EXPECT_FALSE(std::filesystem::exists("/tmp/gradsync-hook-leak"));
+}
+
+TEST_F(ScriptModuleCheckTest, ATraceWithAFixedDropoutModeIsRefused) {
+  const absl::Status s = Check("traced_dropout.pt");
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("aten::dropout with a constant 'train'"),
+            std::string::npos)
+      << s;
+  // Scripted, the same layers read the module's training flag.
+  EXPECT_TRUE(Check("recurrent.pt").ok());
 }
 
 TEST_F(ScriptModuleCheckTest, AFrozenModuleHasNothingToTrain) {
