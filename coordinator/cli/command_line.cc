@@ -84,8 +84,16 @@ CommandLine::CommandLine()
                      "training split" + dflt(d.dataset().split()));
   submit->add_option("--eval-split", f.eval_split, "evaluation split");
   submit->add_option("--channels", f.channels, "0 as stored, 1 or 3");
-  submit->add_option("--model", f.model,
-                     absl::StrJoin(KnownModels(), "|") + " (required)");
+  submit->add_option(
+      "--model", f.model,
+      absl::StrJoin(KnownModels(), "|") + " (required, unless --model-file)");
+  submit->add_option("--model-file", f.model_file,
+                     "train your own TorchScript module (torch.jit.save): "
+                     "uploaded to the coordinator, checked by the workers "
+                     "before it runs");
+  submit->add_option("--loss", f.loss,
+                     absl::StrJoin(KnownLosses(), "|") + dflt(d.loss()) +
+                         "; a model file's own loss() wins");
   submit->add_option("--epochs", f.epochs, "epochs" + dflt(d.epochs()));
   submit->add_option("--batch-size", f.batch_size,
                      "batch size per rank (required)");
@@ -176,7 +184,8 @@ CommandLine::CommandLine()
                    "workers are registered, also for a coordinator still "
                    "starting")
       ->check(CLI::Range(1, 100000));
-  CLI::App* model = app_.add_subcommand("model", "model snapshots of a job");
+  CLI::App* model = app_.add_subcommand(
+      "model", "model snapshots of a job, and uploaded model files");
   model->require_subcommand(1);
   CLI::App* model_list =
       model->add_subcommand("list", "list a job's snapshots");
@@ -191,6 +200,12 @@ CommandLine::CommandLine()
       "--state-dict", model_state_dict,
       "write only the model's state_dict (name -> tensor), which "
       "torch.load(f, weights_only=True) opens on PyTorch 1.13 and 2.x");
+  CLI::App* model_files = model->add_subcommand(
+      "files", "list the model files the coordinator keeps");
+  CLI::App* model_files_delete =
+      model_files->add_subcommand("delete", "delete a model file no job uses");
+  model_files_delete->add_option("sha256", model_file_sha256, "its digest")
+      ->required();
   CLI::App* plot = app_.add_subcommand(
       "plot", "draw a job's loss, samples/s and accuracy curves");
   plot->add_option("job", job_id, "job id")->required();

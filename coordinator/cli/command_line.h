@@ -59,6 +59,7 @@ class CommandLine {
   int64_t model_step = -1;
   bool model_step_given = false;
   std::string model_out;
+  std::string model_file_sha256;  // model files delete SHA256
   bool model_state_dict = false;
   std::string plot_out;         // plot -o FILE
   std::optional<int> log_rank;  // logs --rank R

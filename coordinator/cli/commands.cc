@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <ostream>
 
 #include "absl/status/status.h"
@@ -19,6 +20,7 @@
 #include "coordinator/cli/watch_view.h"
 #include "coordinator/client/channel.h"
 #include "coordinator/control/job_state.h"
+#include "coordinator/wire/file_chunks.h"
 #include "coordinator/wire/grpc_status.h"
 #include "coordinator/wire/proto_json.h"
 #include "coordinator/wire/snapshot_stream.h"
@@ -66,6 +68,20 @@ int Cli::Submit(const JobFlags& flags, bool then_watch, bool quiet) {
   if (!spec.ok()) {
     err_ << "gradsync: " << spec.status().message() << "\n";
     return 1;
+  }
+  if (flags.model_file) {
+    absl::StatusOr<v1::ModelFileMeta> uploaded =
+        UploadModelFile(*flags.model_file);
+    if (!uploaded.ok()) {
+      err_ << "gradsync: --model-file " << TerminalSafe(*flags.model_file)
+           << ": " << TerminalSafe(uploaded.status().message()) << "\n";
+      return 1;
+    }
+    spec->set_model_file_sha256(uploaded->sha256());
+    if (!quiet && !options_.json) {
+      out_ << "model file " << TerminalSafe(uploaded->name())
+           << " uploaded: " << uploaded->sha256() << "\n";
+    }
   }
   v1::SubmitJobRequest request;
   *request.mutable_spec() = std::move(*spec);
@@ -333,6 +349,67 @@ int Cli::ModelList(const std::string& job_id) {
   if (!not_stored.empty()) {
     out_ << "The newest snapshots are missing: " << not_stored << "\n";
   }
+  return 0;
+}
+
+absl::StatusOr<v1::ModelFileMeta> Cli::UploadModelFile(
+    const std::string& path) {
+  grpc::ClientContext context;
+  // Big files take a while: the upload gets ten times the call deadline.
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(
+                           static_cast<int64_t>(options_.timeout_s * 10000)));
+  v1::ModelFileMeta stored;
+  auto writer = stub_->UploadModelFile(&context, &stored);
+  v1::ModelFileMeta meta;
+  meta.set_name(std::filesystem::path(path).filename().string());
+  absl::Status sent = WriteFileChunks<v1::ModelFileChunk>(
+      path, "model",
+      [&](v1::ModelFileChunk* chunk, int64_t size) {
+        meta.set_size_bytes(size);
+        *chunk->mutable_meta() = meta;
+      },
+      [](v1::ModelFileChunk* chunk) { chunk->clear_meta(); },
+      [&](const v1::ModelFileChunk& chunk) { return writer->Write(chunk); });
+  if (!sent.ok() && !absl::IsCancelled(sent)) {
+    context.TryCancel();  // the coordinator keeps nothing of it
+    (void)writer->Finish();
+    return sent;
+  }
+  // A failed write ended the stream; Finish() says why.
+  writer->WritesDone();
+  if (absl::Status s = FromGrpcStatus(writer->Finish()); !s.ok()) return s;
+  return stored;
+}
+
+int Cli::ModelFiles() {
+  v1::ListModelFilesResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  grpc::Status s =
+      stub_->ListModelFiles(&context, v1::ListModelFilesRequest(), &response);
+  if (!s.ok()) return Fail(s);
+  if (options_.json) {
+    out_ << ToJson(response) << "\n";
+  } else if (response.files_size() == 0) {
+    out_ << "no model files (gradsync submit --model-file FILE uploads "
+            "one)\n";
+  } else {
+    out_ << FormatModelFileTable(
+        {response.files().begin(), response.files().end()}, NowMs());
+  }
+  return 0;
+}
+
+int Cli::ModelFileDelete(const std::string& sha256) {
+  v1::DeleteModelFileRequest request;
+  request.set_sha256(sha256);
+  v1::DeleteModelFileResponse response;
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  grpc::Status s = stub_->DeleteModelFile(&context, request, &response);
+  if (!s.ok()) return Fail(s);
+  if (!options_.json) out_ << "deleted model file " << sha256 << "\n";
   return 0;
 }
 

@@ -54,6 +54,11 @@ class Cli {
   // form weights-only loaders open (foundation/torch_file).
   int ModelPull(const std::string& job_id, int64_t step, bool has_step,
                 const std::string& out_file, bool state_dict = false);
+  // `gradsync model files`: the model files the coordinator keeps and the
+  // jobs using each; `gradsync model files delete SHA256` removes one no
+  // job uses.
+  int ModelFiles();
+  int ModelFileDelete(const std::string& sha256);
   // `gradsync plot JOB [-o FILE]`: the job's loss, samples/s and accuracy
   // against step, as a PNG (FILE ends in .png), CSV (.csv) or CSV on
   // standard output (-); with --json the curves are printed too, and
@@ -73,6 +78,9 @@ class Cli {
   grpc::Status ReadLogs(const v1::GetJobLogsRequest& request,
                         v1::GetJobLogsResponse* response) const;
   int Fail(const grpc::Status& status) const;
+  // Streams a local model file to the coordinator (the same bytes are kept
+  // once); NOT_FOUND / DATA_LOSS naming the file, or the upload's error.
+  absl::StatusOr<v1::ModelFileMeta> UploadModelFile(const std::string& path);
 
   std::shared_ptr<v1::JobService::StubInterface> stub_;
   const CliOptions options_;

@@ -13,6 +13,8 @@ const std::vector<FlagField>& SubmitFlagFields() {
       {"--eval-split", "dataset.eval_split"},
       {"--channels", "dataset.channels"},
       {"--model", "model"},
+      {"--model-file", "model_file_sha256"},
+      {"--loss", "loss"},
       {"--epochs", "epochs"},
       {"--batch-size", "batch_size"},
       {"--optimizer", "optimizer.type"},

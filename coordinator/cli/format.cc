@@ -342,6 +342,19 @@ std::string FormatSnapshotTable(const std::vector<v1::SnapshotMeta>& snapshots,
   return Table(std::move(rows));
 }
 
+std::string FormatModelFileTable(const std::vector<v1::ModelFileMeta>& files,
+                                 int64_t now_ms) {
+  std::vector<std::vector<std::string>> rows = {
+      {"SHA256", "NAME", "SIZE", "AGE", "JOBS"}};
+  for (const v1::ModelFileMeta& m : files) {
+    rows.push_back({m.sha256(), TerminalSafe(m.name()),
+                    absl::StrFormat("%.1f MB", m.size_bytes() / 1e6),
+                    FormatDuration(now_ms - m.created_unix_ms()) + " ago",
+                    m.jobs().empty() ? "-" : absl::StrJoin(m.jobs(), ",")});
+  }
+  return Table(std::move(rows));
+}
+
 std::string FormatWorkerTable(const std::vector<v1::WorkerInfo>& workers,
                               int64_t now_ms) {
   std::vector<std::vector<std::string>> rows = {

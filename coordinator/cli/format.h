@@ -52,6 +52,9 @@ std::string FormatLogLine(const v1::LogEntry& line,
 // `gradsync model list`: step, epoch, accuracy, size, age, checksum.
 std::string FormatSnapshotTable(const std::vector<v1::SnapshotMeta>& snapshots,
                                 int64_t now_ms);
+// `gradsync model files`: digest, name, size, age and the jobs using each.
+std::string FormatModelFileTable(const std::vector<v1::ModelFileMeta>& files,
+                                 int64_t now_ms);
 
 std::string FormatWorkerTable(const std::vector<v1::WorkerInfo>& workers,
                               int64_t now_ms);

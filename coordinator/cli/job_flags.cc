@@ -124,6 +124,7 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
     if (!precision.ok()) return precision.status();
     spec.set_precision(*precision);
   }
+  if (f.loss) spec.set_loss(*f.loss);
   if (f.collective_timeout_ms) {
     spec.set_collective_timeout_ms(*f.collective_timeout_ms);
   }
@@ -137,7 +138,9 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
     fields.push_back(field);
   };
   need(spec.dataset().path().empty(), "--dataset", "dataset.path");
-  need(spec.model().empty(), "--model", "model");
+  need(
+      spec.model().empty() && !f.model_file && spec.model_file_sha256().empty(),
+      "--model or --model-file", "model");
   need(!f.batch_size && spec.batch_size() == 0, "--batch-size", "batch_size");
   need(!f.workers && !f.max_workers && spec.world_size().max_workers() == 0,
        "--workers (-n)", "world_size.max_workers");

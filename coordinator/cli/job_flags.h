@@ -17,8 +17,9 @@ struct JobFlags {
   std::string file;
   std::optional<std::string> name, dataset, split, eval_split, model, optimizer,
       augmentation, backend, checkpoint_dir, compression, precision,
-      resume_from,
-      resume_snapshot;  // JOB or JOB:STEP
+      resume_from, loss,
+      resume_snapshot,  // JOB or JOB:STEP
+      model_file;       // a local TorchScript file, uploaded by Submit
   std::optional<int> epochs, batch_size, loader_threads, prefetch_depth,
       workers, min_workers, max_workers, channels, grad_accumulation,
       max_restarts;

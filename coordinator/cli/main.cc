@@ -94,6 +94,10 @@ int main(int argc, char** argv) {
   if (command == "delete") return cli.Delete(job);
   if (command == "workers") return cli.Workers(line.workers_wait);
   if (command == "model list") return cli.ModelList(job);
+  if (command == "model files") return cli.ModelFiles();
+  if (command == "model files delete") {
+    return cli.ModelFileDelete(line.model_file_sha256);
+  }
   if (command == "plot") return cli.Plot(job, line.plot_out);
   if (command == "logs") return cli.Logs(job, line.log_rank, line.follow);
   if (command == "model pull") {

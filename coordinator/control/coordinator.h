@@ -127,6 +127,9 @@ class Coordinator {
   // it gave up); the coordinator adds max_scan_time and its own shutdown.
   absl::StatusOr<v1::Job> SubmitJob(v1::JobSpec spec, ScanBudget scan = {});
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
+  // Every job (finished ones too, until deleted) whose spec trains the
+  // model file `sha256`, oldest first.
+  std::vector<std::string> JobsUsingModelFile(const std::string& sha256);
   // The job's training curve and evaluations (metrics_aggregator.h).
   absl::StatusOr<v1::JobCurves> GetJobCurves(const std::string& job_id);
   // The outcome of storing one of the job's snapshots: an error (the

@@ -156,6 +156,21 @@ absl::StatusOr<v1::Job> Coordinator::GetJob(const std::string& job_id) {
   return Snapshot(**entry);
 }
 
+std::vector<std::string> Coordinator::JobsUsingModelFile(
+    const std::string& sha256) {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::pair<int64_t, std::string>> users;
+  for (const auto& [id, entry] : jobs_) {
+    if (entry.job.spec().model_file_sha256() == sha256) {
+      users.emplace_back(entry.queue_seq, id);
+    }
+  }
+  std::sort(users.begin(), users.end());
+  std::vector<std::string> ids;
+  for (auto& [seq, id] : users) ids.push_back(std::move(id));
+  return ids;
+}
+
 absl::StatusOr<v1::JobCurves> Coordinator::GetJobCurves(
     const std::string& job_id) {
   absl::MutexLock lock(&mu_);

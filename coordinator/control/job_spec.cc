@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/wire/sha256.h"
 
 namespace gradsync {
 namespace {
@@ -51,6 +52,13 @@ const std::vector<std::string>& KnownModels() {
   return kModels;
 }
 
+const std::vector<std::string>& KnownLosses() {
+  // As worker/train/loss.h names them.
+  static const std::vector<std::string> kLosses = {"cross_entropy", "nll",
+                                                   "mse", "bce_with_logits"};
+  return kLosses;
+}
+
 const std::vector<std::string>& KnownAugmentations() {
   static const std::vector<std::string> kPresets = {"none", "affine",
                                                     "crop_flip"};
@@ -74,6 +82,7 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
   if (spec->loader_threads() == 0) spec->set_loader_threads(2);
   if (spec->prefetch_depth() == 0) spec->set_prefetch_depth(2);
   if (spec->augmentation().empty()) spec->set_augmentation("none");
+  if (spec->loss().empty()) spec->set_loss("cross_entropy");
   v1::WorldSize* world = spec->mutable_world_size();
   if (world->min_workers() == 0) world->set_min_workers(world->max_workers());
   if (spec->collective_timeout_ms() == 0) {
@@ -105,15 +114,33 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
       !s.ok()) {
     return s;
   }
-  if (spec.model().empty()) {
-    return Invalid("model",
-                   absl::StrCat("is required (one of ",
-                                absl::StrJoin(KnownModels(), ", "), ")"));
+  if (!spec.model_file_sha256().empty()) {
+    // Whether the coordinator holds the file is the job service's check
+    // (its model file store); here only the digest's form.
+    if (!IsSha256Hex(spec.model_file_sha256())) {
+      return Invalid("model_file_sha256",
+                     "is not a SHA-256 (64 lower-case hex digits)");
+    }
+    if (spec.model().size() > 200) {
+      return Invalid("model", "names the model file in at most 200 bytes");
+    }
+  } else {
+    if (spec.model().empty()) {
+      return Invalid("model",
+                     absl::StrCat("is required (one of ",
+                                  absl::StrJoin(KnownModels(), ", "), ")"));
+    }
+    if (!Contains(KnownModels(), spec.model())) {
+      return Invalid("model",
+                     absl::StrCat("'", spec.model(), "' is unknown (known: ",
+                                  absl::StrJoin(KnownModels(), ", "), ")"));
+    }
   }
-  if (!Contains(KnownModels(), spec.model())) {
-    return Invalid("model",
-                   absl::StrCat("'", spec.model(), "' is unknown (known: ",
-                                absl::StrJoin(KnownModels(), ", "), ")"));
+  if (!Contains(KnownLosses(), spec.loss())) {
+    return Invalid("loss",
+                   absl::StrCat("'", absl::CHexEscape(spec.loss()),
+                                "' is unknown (known: ",
+                                absl::StrJoin(KnownLosses(), ", "), ")"));
   }
   // The sample ledger and the curve keep a record per epoch: bounded.
   constexpr int kMaxEpochs = 100000;

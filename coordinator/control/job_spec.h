@@ -16,6 +16,9 @@ namespace gradsync {
 // Model names workers know (worker/models must provide each of them).
 const std::vector<std::string>& KnownModels();
 
+// Loss names workers know (worker/train/loss.h).
+const std::vector<std::string>& KnownLosses();
+
 // Augmentation presets workers know.
 const std::vector<std::string>& KnownAugmentations();
 

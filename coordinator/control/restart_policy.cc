@@ -12,7 +12,8 @@ RestartDecision DecideRestart(const FailedAttempt& a) {
                              "; the previous attempt failed with the same "
                              "error, so it is not restarted again");
   } else if (absl::StartsWith(a.error, "INVALID_ARGUMENT:") ||
-             absl::StartsWith(a.error, "PERMISSION_DENIED:")) {
+             absl::StartsWith(a.error, "PERMISSION_DENIED:") ||
+             absl::StartsWith(a.error, "FAILED_PRECONDITION: model file:")) {
     d.failure = absl::StrCat(a.reason,
                              "; the job's own settings are refused, which a "
                              "restart would not change");

@@ -3,7 +3,8 @@
 // order: an attempt that failed with the same error as the one before it
 // is not restarted again (a deterministic failure would loop); nor one
 // whose error is the job's own configuration (INVALID_ARGUMENT,
-// PERMISSION_DENIED: a bad path, a model that does not fit the data),
+// PERMISSION_DENIED: a bad path, a model that does not fit the data; a
+// model file the workers refuse to run, FAILED_PRECONDITION "model file:"),
 // which no restart changes; nor past the restart limit; nor when fewer
 // workers could run the next attempt than the job's minimum and it has no
 // restart wait (JobSpec.restart_wait_ms 0). Otherwise it

@@ -20,7 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "coordinator/wire/pread_full.h"
+#include "coordinator/persist/checked_read.h"
 #include "foundation/files/durable_file.h"
 #include "foundation/text/terminal_text.h"
 
@@ -32,12 +32,6 @@ namespace fs = std::filesystem;
 constexpr char kIndex[] = "index.tsv";
 constexpr char kPins[] = "pins.tsv";
 constexpr char kTmpPrefix[] = "upload-";
-
-bool IsHexSha256(absl::string_view s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
 
 }  // namespace
 
@@ -97,7 +91,7 @@ void SnapshotStore::LoadIndex() {
         !absl::SimpleAtoi(f[1], &info.step) || info.step < 0 ||
         !absl::SimpleAtoi(f[2], &info.epoch) ||
         !absl::SimpleAtod(f[3], &info.accuracy) ||
-        !absl::SimpleAtoi(f[4], &info.size) || !IsHexSha256(f[5]) ||
+        !absl::SimpleAtoi(f[4], &info.size) || !IsSha256Hex(f[5]) ||
         !absl::SimpleAtoi(f[6], &info.created_unix_ms)) {
       LogLine("coordinator",
               absl::StrFormat("snapshot index %s line %d is malformed; "
@@ -184,32 +178,11 @@ void SnapshotStore::WriteState() {
 
 namespace {
 
-constexpr char kStoragePayload[] = "gradsync/snapshot-storage";
-
-// The store could not do `what` (errno `err`): RESOURCE_EXHAUSTED when its
-// file system is full, INTERNAL otherwise; never a path of the
-// coordinator's. Marked for IsStorageError.
-absl::Status StorageError(const std::string& what, int err) {
-  absl::Status s =
-      err == ENOSPC || err == EDQUOT
-          ? absl::ResourceExhaustedError(absl::StrCat(
-                "the coordinator's snapshot storage is full (",
-                std::strerror(err), "): ", what, " was not stored"))
-          : absl::InternalError(absl::StrCat("the coordinator cannot store ",
-                                             what, ": ", std::strerror(err)));
-  s.SetPayload(kStoragePayload, absl::Cord("1"));
-  return s;
-}
-
 std::string Describe(const SnapshotInfo& info) {
   return absl::StrCat("the snapshot of job ", info.job_id, " step ", info.step);
 }
 
 }  // namespace
-
-bool SnapshotStore::IsStorageError(const absl::Status& status) {
-  return status.GetPayload(kStoragePayload).has_value();
-}
 
 absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> SnapshotStore::Begin(
     SnapshotInfo info, int64_t max_bytes) {
@@ -236,7 +209,6 @@ absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> SnapshotStore::Begin(
         absl::StrCat("snapshot upload: size must be in (0, ", max_bytes,
                      "] bytes (got ", info.size, ")"));
   }
-  int64_t n = 0;
   {
     absl::MutexLock lock(&mu_);
     if (uploads_ >= max_uploads_) {
@@ -246,108 +218,36 @@ absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> SnapshotStore::Begin(
           "once; try again later"));
     }
     ++uploads_;
-    n = next_upload_++;
   }
-  const std::string tmp = absl::StrCat(dir_, "/", kTmpPrefix, getpid(), "-", n);
-  const int fd = open(
-      tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    const int err = errno;
+  auto file = StagedFile::Create(dir_, kTmpPrefix, info.size, "snapshot",
+                                 Describe(info));
+  if (!file.ok()) {
     EndUpload();
-    return StorageError(Describe(info), err);
-  }
-  // Reserve the space now: a full disk refuses the upload before its bytes
-  // are sent (file systems without fallocate find out on write).
-  if (fallocate(fd, 0, 0, static_cast<off_t>(info.size)) != 0 &&
-      (errno == ENOSPC || errno == EDQUOT)) {
-    const int err = errno;
-    close(fd);
-    std::remove(tmp.c_str());
-    EndUpload();
-    return StorageError(Describe(info), err);
+    return file.status();
   }
   return std::unique_ptr<Upload>(
-      new Upload(this, std::move(info), retention, tmp, fd));
+      new Upload(this, std::move(info), retention, *std::move(file)));
 }
 
-SnapshotStore::Upload::~Upload() {
-  if (!done_) Discard();
-  store_->EndUpload();
-}
+SnapshotStore::Upload::~Upload() { store_->EndUpload(); }
 
 void SnapshotStore::EndUpload() {
   absl::MutexLock lock(&mu_);
   --uploads_;
 }
 
-void SnapshotStore::Upload::Discard() {
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
-  std::remove(tmp_.c_str());
-  done_ = true;
-}
-
 absl::Status SnapshotStore::Upload::Append(int64_t offset,
                                            absl::string_view data) {
-  if (done_) return absl::FailedPreconditionError("upload already finished");
-  if (offset != written_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "snapshot upload: chunk at byte ", offset, ", expected byte ", written_,
-        " (chunks must come in order)"));
-  }
-  if (written_ + static_cast<int64_t>(data.size()) > info_.size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "snapshot upload: chunk ends at byte ", written_ + data.size(),
-        ", past the declared size ", info_.size));
-  }
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = write(fd_, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      Discard();
-      return StorageError(Describe(info_), err);
-    }
-    done += static_cast<size_t>(n);
-  }
-  // Start writing this piece to disk now, so that Commit()'s fsync waits for
-  // the last pieces only instead of the whole file.
-  (void)sync_file_range(fd_, written_, static_cast<off_t>(data.size()),
-                        SYNC_FILE_RANGE_WRITE);
-  sha256_.Update(data);
-  written_ += static_cast<int64_t>(data.size());
-  return absl::OkStatus();
+  return file_->Append(offset, data);
 }
 
 absl::StatusOr<SnapshotInfo> SnapshotStore::Upload::Commit(
     const std::string& sha256) {
-  if (done_) return absl::FailedPreconditionError("upload already finished");
-  if (written_ != info_.size) {
-    const int64_t got = written_;
-    Discard();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "snapshot upload: ", got, " of ", info_.size, " bytes arrived"));
-  }
-  const int synced = fsync(fd_) == 0 ? 0 : errno;
-  close(fd_);
-  fd_ = -1;
-  if (synced != 0) {
-    Discard();
-    return StorageError(Describe(info_), synced);
-  }
-  const std::string actual = sha256_.HexDigest();
-  if (actual != sha256) {
-    Discard();
-    return absl::InvalidArgumentError(
-        absl::StrCat("snapshot upload: checksum mismatch (sent ", sha256,
-                     ", received ", actual, ")"));
-  }
-  info_.sha256 = actual;
-  done_ = true;
+  if (absl::Status s = file_->Finish(sha256); !s.ok()) return s;
+  info_.sha256 = file_->sha256();
   absl::StatusOr<SnapshotInfo> published =
-      store_->Publish(info_, tmp_, retention_);
-  if (!published.ok()) std::remove(tmp_.c_str());
+      store_->Publish(info_, file_->path(), retention_);
+  if (!published.ok()) file_->Discard();
   return published;
 }
 
@@ -358,7 +258,7 @@ absl::StatusOr<SnapshotInfo> SnapshotStore::Publish(
   absl::MutexLock lock(&mu_);
   const std::string path = PathOf(info);
   if (std::rename(tmp_path.c_str(), path.c_str()) != 0) {
-    return StorageError(Describe(info), errno);
+    return StorageError("snapshot", Describe(info), errno);
   }
   SyncDirectory(dir_);
   // A re-upload of (job, step) replaces the entry, and its file unless the
@@ -519,51 +419,8 @@ absl::StatusOr<SnapshotInfo> SnapshotStore::Find(const std::string& job_id,
 absl::Status SnapshotStore::ReadChunks(
     const SnapshotInfo& info, int64_t chunk_bytes,
     const std::function<bool(int64_t offset, absl::string_view data)>& chunk) {
-  const std::string path = PathOf(info);
-  auto damaged = [&](absl::string_view what) {
-    return absl::DataLossError(
-        absl::StrCat("snapshot file ", path, " ", what, "; not served"));
-  };
-  // One descriptor throughout: retention may unlink the file meanwhile.
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return damaged("is missing");
-  struct stat st;
-  if (fstat(fd, &st) != 0 || st.st_size != info.size) {
-    close(fd);
-    return damaged(absl::StrCat("is not ", info.size, " bytes long"));
-  }
-  (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  std::string buffer(static_cast<size_t>(std::clamp<int64_t>(
-                         chunk_bytes, 1, std::max<int64_t>(1, info.size))),
-                     '\0');
-  Sha256 sha256;
-  absl::Status status;
-  int64_t offset = 0;
-  do {
-    const size_t want = static_cast<size_t>(std::min<int64_t>(
-        static_cast<int64_t>(buffer.size()), info.size - offset));
-    if (absl::Status read = PreadFull(fd, buffer.data(), want, offset);
-        !read.ok()) {
-      status = damaged(
-          absl::StrCat("could not be read to its end (", read.message(), ")"));
-      break;
-    }
-    const absl::string_view piece(buffer.data(), want);
-    sha256.Update(piece);
-    // The last piece goes out only once the whole file checked out.
-    if (offset + static_cast<int64_t>(want) == info.size &&
-        sha256.HexDigest() != info.sha256) {
-      status = damaged("is corrupt (its checksum differs from the upload's)");
-      break;
-    }
-    if (!chunk(offset, piece)) {
-      status = absl::CancelledError("the snapshot's reader went away");
-      break;
-    }
-    offset += static_cast<int64_t>(want);
-  } while (offset < info.size);
-  close(fd);
-  return status;
+  return ReadCheckedChunks(PathOf(info), info.size, info.sha256, chunk_bytes,
+                           "snapshot", chunk);
 }
 
 absl::StatusOr<std::string> SnapshotStore::Read(const SnapshotInfo& info) {

@@ -36,7 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "coordinator/wire/sha256.h"
+#include "coordinator/persist/staged_file.h"
 
 namespace gradsync {
 
@@ -66,8 +66,11 @@ class SnapshotStore {
   // Whether `status` says the store could not store an upload (its disk is
   // full, or it cannot write): RESOURCE_EXHAUSTED ("the coordinator's
   // snapshot storage is full") or INTERNAL, naming no path of the
-  // coordinator's. Uploads that were refused for what they sent are not.
-  static bool IsStorageError(const absl::Status& status);
+  // coordinator's (staged_file.h). Uploads that were refused for what they
+  // sent are not.
+  static bool IsStorageError(const absl::Status& status) {
+    return gradsync::IsStorageError(status);
+  }
 
   // One upload in progress. Not thread-safe itself; destroying it before
   // Commit() discards it.
@@ -85,22 +88,16 @@ class SnapshotStore {
    private:
     friend class SnapshotStore;
     Upload(SnapshotStore* store, SnapshotInfo info, SnapshotRetention retention,
-           std::string tmp_path, int fd)
+           std::unique_ptr<StagedFile> file)
         : store_(store),
           info_(std::move(info)),
           retention_(retention),
-          tmp_(std::move(tmp_path)),
-          fd_(fd) {}
-    void Discard();
+          file_(std::move(file)) {}
 
     SnapshotStore* store_;
     SnapshotInfo info_;  // size = declared total
     const SnapshotRetention retention_;
-    std::string tmp_;
-    int fd_;
-    Sha256 sha256_;  // of the bytes appended so far
-    int64_t written_ = 0;
-    bool done_ = false;
+    std::unique_ptr<StagedFile> file_;
   };
 
   // Starts an upload of `info.size` bytes for (job, step), whose commit
@@ -189,7 +186,6 @@ class SnapshotStore {
   // Each job's retention as its last upload asked (in memory; the store's
   // default after a restart).
   std::map<std::string, SnapshotRetention> retention_of_ ABSL_GUARDED_BY(mu_);
-  int64_t next_upload_ ABSL_GUARDED_BY(mu_) = 0;
   int uploads_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

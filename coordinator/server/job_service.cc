@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "coordinator/server/model_file_rpc.h"
 #include "coordinator/server/snapshot_rpc.h"
 #include "coordinator/wire/grpc_status.h"
 
@@ -15,11 +16,28 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* context,
     return s;
   }
   v1::JobSpec spec = request->spec();
+  // Its model file, if any, cannot be deleted from here until the job
+  // exists (and refers to it).
+  const std::string digest = spec.model_file_sha256();
+  if (!digest.empty()) {
+    absl::MutexLock lock(&submitting_mu_);
+    ++submitting_[digest];
+  }
+  auto submitted = [this, &digest] {
+    if (digest.empty()) return;
+    absl::MutexLock lock(&submitting_mu_);
+    if (--submitting_[digest] == 0) submitting_.erase(digest);
+  };
+  if (absl::Status s = CheckModelFile(&spec); !s.ok()) {
+    submitted();
+    return ToGrpcStatus(s);
+  }
   // The snapshot a job resumes from is pinned before the job exists (so
   // retention cannot take it meanwhile), then under the job's own id.
   const std::string submitting = absl::StrCat(
       SnapshotStore::kTransientOwnerPrefix, next_submission_.fetch_add(1));
   if (absl::Status s = PinResumeSnapshot(submitting, &spec); !s.ok()) {
+    submitted();
     return ToGrpcStatus(s);
   }
   // The data set's scan ends with the call: at its deadline, or when the
@@ -36,7 +54,80 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* context,
         .IgnoreError();
   }
   snapshots_->Unpin(submitting);
+  submitted();
   return Reply(std::move(job), response);
+}
+
+absl::Status JobServiceImpl::CheckModelFile(v1::JobSpec* spec) {
+  if (spec->model_file_sha256().empty()) return absl::OkStatus();
+  absl::StatusOr<ModelFileInfo> file =
+      model_files_->Find(spec->model_file_sha256());
+  if (!file.ok()) {
+    return absl::Status(
+        file.status().code(),
+        absl::StrCat("model_file_sha256: ", file.status().message()));
+  }
+  if (spec->model().empty()) spec->set_model(file->name);
+  return absl::OkStatus();
+}
+
+std::string JobServiceImpl::ModelFileUser(const std::string& sha256) {
+  std::vector<std::string> jobs = coordinator_->JobsUsingModelFile(sha256);
+  if (!jobs.empty()) return absl::StrCat("job ", jobs.front());
+  absl::MutexLock lock(&submitting_mu_);
+  return submitting_.count(sha256) > 0 ? "a job being submitted" : "";
+}
+
+grpc::Status JobServiceImpl::UploadModelFile(
+    grpc::ServerContext* context,
+    grpc::ServerReader<v1::ModelFileChunk>* reader,
+    v1::ModelFileMeta* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
+  v1::ModelFileChunk first;
+  if (!reader->Read(&first)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "model file upload: no chunk");
+  }
+  return ReceiveModelFile(first, reader, *model_files_, max_model_file_bytes_,
+                          response);
+}
+
+grpc::Status JobServiceImpl::ListModelFiles(
+    grpc::ServerContext* context, const v1::ListModelFilesRequest*,
+    v1::ListModelFilesResponse* response) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
+  for (const ModelFileInfo& info : model_files_->List()) {
+    v1::ModelFileMeta* meta = response->add_files();
+    *meta = ToModelFileMeta(info);
+    for (std::string& job : coordinator_->JobsUsingModelFile(info.sha256)) {
+      meta->add_jobs(std::move(job));
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status JobServiceImpl::DeleteModelFile(
+    grpc::ServerContext* context, const v1::DeleteModelFileRequest* request,
+    v1::DeleteModelFileResponse*) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
+  return ToGrpcStatus(model_files_->Delete(
+      request->sha256(),
+      [this](const std::string& sha256) { return ModelFileUser(sha256); }));
+}
+
+grpc::Status JobServiceImpl::PullModelFile(
+    grpc::ServerContext* context, const v1::PullModelFileRequest* request,
+    grpc::ServerWriter<v1::ModelFileChunk>* writer) {
+  if (grpc::Status s = auth_->Check(*context, Role::kUser); !s.ok()) {
+    return s;
+  }
+  return SendModelFile(request->sha256(), *model_files_, writer);
 }
 
 absl::Status JobServiceImpl::PinResumeSnapshot(const std::string& owner,

@@ -4,8 +4,13 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+#include <map>
+#include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "coordinator/control/coordinator.h"
+#include "coordinator/persist/model_file_store.h"
 #include "coordinator/persist/snapshot_store.h"
 #include "coordinator/server/auth.h"
 #include "coordinator/server/call_gate.h"
@@ -17,13 +22,17 @@ class JobServiceImpl final : public v1::JobService::Service {
  public:
   // Every call is first checked against `auth` (see auth.h); both must
   // outlive the service.
-  // Users read model snapshots from `snapshots`. Watches pass through
-  // `waiting` (call_gate.h), which must outlive the service too.
+  // Users read model snapshots from `snapshots` and keep model files
+  // (at most `max_model_file_bytes` each) in `model_files`. Watches pass
+  // through `waiting` (call_gate.h), which must outlive the service too.
   JobServiceImpl(Coordinator* coordinator, const Authenticator* auth,
-                 SnapshotStore* snapshots, CallGate* waiting)
+                 SnapshotStore* snapshots, ModelFileStore* model_files,
+                 int64_t max_model_file_bytes, CallGate* waiting)
       : coordinator_(coordinator),
         auth_(auth),
         snapshots_(snapshots),
+        model_files_(model_files),
+        max_model_file_bytes_(max_model_file_bytes),
         waiting_(waiting) {}
 
   grpc::Status SubmitJob(grpc::ServerContext* context,
@@ -59,8 +68,25 @@ class JobServiceImpl final : public v1::JobService::Service {
   grpc::Status PullSnapshot(
       grpc::ServerContext* context, const v1::PullSnapshotRequest* request,
       grpc::ServerWriter<v1::SnapshotChunk>* writer) override;
+  grpc::Status UploadModelFile(grpc::ServerContext* context,
+                               grpc::ServerReader<v1::ModelFileChunk>* reader,
+                               v1::ModelFileMeta* response) override;
+  grpc::Status ListModelFiles(grpc::ServerContext* context,
+                              const v1::ListModelFilesRequest* request,
+                              v1::ListModelFilesResponse* response) override;
+  grpc::Status DeleteModelFile(grpc::ServerContext* context,
+                               const v1::DeleteModelFileRequest* request,
+                               v1::DeleteModelFileResponse* response) override;
+  grpc::Status PullModelFile(
+      grpc::ServerContext* context, const v1::PullModelFileRequest* request,
+      grpc::ServerWriter<v1::ModelFileChunk>* writer) override;
 
  private:
+  // A spec that trains a model file: checks that the store holds it
+  // (NOT_FOUND) and names the model after it when the spec does not.
+  absl::Status CheckModelFile(v1::JobSpec* spec);
+  // The first job, or submission in progress, that uses `sha256`.
+  std::string ModelFileUser(const std::string& sha256);
   // A spec that starts from another job's snapshot: checks that the job and
   // snapshot exist (NOT_FOUND), fixes "latest" to its step and pins the
   // snapshot for `owner`.
@@ -69,7 +95,13 @@ class JobServiceImpl final : public v1::JobService::Service {
   Coordinator* const coordinator_;
   const Authenticator* const auth_;
   SnapshotStore* const snapshots_;
+  ModelFileStore* const model_files_;
+  const int64_t max_model_file_bytes_;
   CallGate* const waiting_;
+  // Digests of model files that submissions in progress use (counted):
+  // DeleteModelFile refuses them as it refuses those of existing jobs.
+  absl::Mutex submitting_mu_;
+  std::map<std::string, int> submitting_ ABSL_GUARDED_BY(submitting_mu_);
   std::atomic<int64_t> next_submission_{0};
 };
 

@@ -65,19 +65,25 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   // Snapshots live with the state; without a state directory, in a
   // temporary one that goes with the server.
   std::string snapshot_dir = options.state_dir + "/snapshots";
+  std::string model_file_dir = options.state_dir + "/model-files";
   if (options.state_dir.empty()) {
     // Fresh and private: a predictable /tmp name could be planted with an
     // index and a snapshot by another user.
     absl::StatusOr<ScratchDirectory> scratch =
-        ScratchDirectory::Create("snapshots");
+        ScratchDirectory::Create("coordinator");
     if (!scratch.ok()) return scratch.status();
-    snapshot_dir = scratch->path();
+    snapshot_dir = scratch->path() + "/snapshots";
+    model_file_dir = scratch->path() + "/model-files";
     s->snapshot_scratch_ = std::move(*scratch);
   }
   absl::StatusOr<std::unique_ptr<SnapshotStore>> snapshots =
       SnapshotStore::Open(snapshot_dir, SnapshotRetention());
   if (!snapshots.ok()) return snapshots.status();
   s->snapshots_ = std::move(*snapshots);
+  absl::StatusOr<std::unique_ptr<ModelFileStore>> model_files =
+      ModelFileStore::Open(model_file_dir);
+  if (!model_files.ok()) return model_files.status();
+  s->model_files_ = std::move(*model_files);
   // A deleted job's snapshots go with it.
   options.coordinator.on_job_deleted =
       [snapshots = s->snapshots_.get()](const std::string& job_id) {
@@ -89,12 +95,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   s->coordinator_ = std::move(*coordinator);
   s->auth_ = std::make_unique<Authenticator>(options.auth);
   s->waiting_ = std::make_unique<CallGate>(options.max_waiting_calls);
-  s->job_service_ =
-      std::make_unique<JobServiceImpl>(s->coordinator_.get(), s->auth_.get(),
-                                       s->snapshots_.get(), s->waiting_.get());
+  s->job_service_ = std::make_unique<JobServiceImpl>(
+      s->coordinator_.get(), s->auth_.get(), s->snapshots_.get(),
+      s->model_files_.get(), options.max_model_file_bytes, s->waiting_.get());
   s->worker_service_ = std::make_unique<WorkerServiceImpl>(
       s->coordinator_.get(), s->auth_.get(), s->snapshots_.get(),
-      options.max_snapshot_bytes, s->waiting_.get());
+      options.max_snapshot_bytes, s->model_files_.get(), s->waiting_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "coordinator/control/coordinator.h"
+#include "coordinator/persist/model_file_store.h"
 #include "coordinator/persist/snapshot_store.h"
 #include "coordinator/server/auth.h"
 #include "coordinator/server/call_gate.h"
@@ -35,7 +36,8 @@ struct ServerOptions {
   // Requests larger than this are rejected with RESOURCE_EXHAUSTED.
   int max_receive_message_bytes = 4 << 20;
   int max_send_message_bytes = 64 << 20;
-  int64_t max_snapshot_bytes = int64_t{4} << 30;  // one model snapshot
+  int64_t max_snapshot_bytes = int64_t{4} << 30;    // one model snapshot
+  int64_t max_model_file_bytes = int64_t{4} << 30;  // one uploaded model
   // Calls that may wait at once (store gets and waits, barriers, watches;
   // call_gate.h); the server keeps this many threads plus spares for the
   // rest, so heartbeats always find one. The default lets every rank of a
@@ -58,6 +60,7 @@ class CoordinatorServer {
   std::string local_address() const;
   Coordinator& coordinator() { return *coordinator_; }
   SnapshotStore& snapshots() { return *snapshots_; }
+  ModelFileStore& model_files() { return *model_files_; }
   const RpcStats& rpc_stats() const { return *rpc_stats_; }
   // Calls waiting now (call_gate.h).
   int waiting_calls() const { return waiting_->waiting(); }
@@ -70,9 +73,11 @@ class CoordinatorServer {
   CoordinatorServer() = default;
 
   // Without a state directory: a private one (mode 0700, unpredictable
-  // name) the snapshots live in, removed with the server (after them).
+  // name) the snapshots and model files live in, removed with the server
+  // (after them).
   std::optional<ScratchDirectory> snapshot_scratch_;
   std::unique_ptr<SnapshotStore> snapshots_;
+  std::unique_ptr<ModelFileStore> model_files_;
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<CallGate> waiting_;    // before the services that use it

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "coordinator/server/chunk_stream.h"
 #include "coordinator/wire/grpc_status.h"
 
 namespace gradsync {
@@ -39,41 +40,19 @@ grpc::Status ReceiveSnapshot(
   absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> upload =
       store.Begin(info, max_bytes, retention);
   if (!upload.ok()) return failed(upload.status());
-  std::string trailer;  // the checksum sent on the last chunk, if any
-  v1::SnapshotChunk chunk = first;
-  do {
-    if (!trailer.empty()) {
-      return grpc::Status(
-          grpc::StatusCode::INVALID_ARGUMENT,
-          absl::StrCat("snapshot upload: chunk at byte ", chunk.offset(),
-                       " after the chunk that carried the checksum (it "
-                       "belongs on the last one)"));
-    }
-    if (static_cast<int64_t>(chunk.data().size()) > kSnapshotChunkBytes) {
-      return grpc::Status(
-          grpc::StatusCode::INVALID_ARGUMENT,
-          absl::StrCat("snapshot upload: chunk of ", chunk.data().size(),
-                       " bytes, more than ", kSnapshotChunkBytes));
-    }
-    if (absl::Status s = (*upload)->Append(chunk.offset(), chunk.data());
-        !s.ok()) {
-      return failed(s);  // the upload is discarded
-    }
-    trailer = chunk.sha256();
-  } while (reader->Read(&chunk));
-  if (meta.sha256().empty() && trailer.empty()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "snapshot upload: no checksum (neither meta.sha256 "
-                        "nor sha256 on the last chunk)");
+  std::string sha256;
+  if (grpc::Status s = ReceiveChunks<v1::SnapshotChunk>(
+          "snapshot", first, reader, meta.sha256(),
+          [&](int64_t offset, absl::string_view data) {
+            absl::Status appended = (*upload)->Append(offset, data);
+            if (!appended.ok()) failed(appended);  // the upload is discarded
+            return appended;
+          },
+          &sha256);
+      !s.ok()) {
+    return s;
   }
-  if (!meta.sha256().empty() && !trailer.empty() && meta.sha256() != trailer) {
-    return grpc::Status(
-        grpc::StatusCode::INVALID_ARGUMENT,
-        absl::StrCat("snapshot upload: the meta's checksum ", meta.sha256(),
-                     " and the last chunk's ", trailer, " differ"));
-  }
-  absl::StatusOr<SnapshotInfo> done =
-      (*upload)->Commit(trailer.empty() ? meta.sha256() : trailer);
+  absl::StatusOr<SnapshotInfo> done = (*upload)->Commit(sha256);
   if (!done.ok()) return failed(done.status());
   *stored = ToMeta(*done);
   return grpc::Status::OK;
@@ -84,22 +63,12 @@ grpc::Status SendSnapshot(
     grpc::ServerWriterInterface<v1::SnapshotChunk>* writer) {
   absl::StatusOr<SnapshotInfo> info = store.Find(job_id, step);
   if (!info.ok()) return ToGrpcStatus(info.status());
-  v1::SnapshotChunk chunk;  // reused: its buffer is allocated once
-  absl::Status s = store.ReadChunks(
-      *info, kSnapshotChunkBytes, [&](int64_t offset, absl::string_view data) {
-        if (offset == 0) {
-          *chunk.mutable_meta() = ToMeta(*info);
-        } else {
-          chunk.clear_meta();
-        }
-        chunk.set_offset(offset);
-        chunk.mutable_data()->assign(data.data(), data.size());
-        return writer->Write(chunk);
-      });
-  if (absl::IsCancelled(s)) {
-    return grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
-  }
-  return ToGrpcStatus(s);
+  return SendChunks<v1::SnapshotChunk>(
+      [&](const std::function<bool(int64_t, absl::string_view)>& chunk) {
+        return store.ReadChunks(*info, kSnapshotChunkBytes, chunk);
+      },
+      [&](v1::SnapshotChunk* chunk) { *chunk->mutable_meta() = ToMeta(*info); },
+      writer);
 }
 
 }  // namespace gradsync

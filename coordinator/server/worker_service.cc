@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "coordinator/server/key_owner.h"
+#include "coordinator/server/model_file_rpc.h"
 #include "coordinator/server/snapshot_rpc.h"
 #include "coordinator/wire/grpc_status.h"
 #include "coordinator/wire/secrets.h"
@@ -430,6 +431,25 @@ grpc::Status WorkerServiceImpl::DownloadSnapshot(
   return SendSnapshot(from.empty() ? request->job_id() : from,
                       request->has_step() ? request->step() : -1, *snapshots_,
                       writer);
+}
+
+grpc::Status WorkerServiceImpl::DownloadModelFile(
+    grpc::ServerContext* context, const v1::PullModelFileRequest* request,
+    grpc::ServerWriter<v1::ModelFileChunk>* writer) {
+  if (grpc::Status s = Authorize(*context, request->worker_id(),
+                                 request->job_id(), request->attempt(), -1);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<v1::Job> job = coordinator_->GetJob(request->job_id());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  if (job->spec().model_file_sha256() != request->sha256()) {
+    return grpc::Status(
+        grpc::StatusCode::PERMISSION_DENIED,
+        absl::StrCat("job ", request->job_id(), " does not train model file ",
+                     request->sha256().substr(0, 64)));
+  }
+  return SendModelFile(request->sha256(), *model_files_, writer);
 }
 
 }  // namespace gradsync

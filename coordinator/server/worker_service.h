@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "coordinator/control/coordinator.h"
+#include "coordinator/persist/model_file_store.h"
 #include "coordinator/persist/snapshot_store.h"
 #include "coordinator/server/auth.h"
 #include "coordinator/server/call_gate.h"
@@ -40,13 +41,15 @@ class WorkerServiceImpl final
   // Snapshots go to `snapshots` (at most `max_snapshot_bytes` each). Store
   // gets and waits and barriers pass through `waiting` (call_gate.h), which
   // must outlive the service too.
+  // Model files are read from `model_files`.
   WorkerServiceImpl(Coordinator* coordinator, const Authenticator* auth,
                     SnapshotStore* snapshots, int64_t max_snapshot_bytes,
-                    CallGate* waiting)
+                    ModelFileStore* model_files, CallGate* waiting)
       : coordinator_(coordinator),
         auth_(auth),
         snapshots_(snapshots),
         max_snapshot_bytes_(max_snapshot_bytes),
+        model_files_(model_files),
         waiting_(waiting) {}
 
   grpc::Status RegisterWorker(grpc::ServerContext* context,
@@ -113,6 +116,9 @@ class WorkerServiceImpl final
   grpc::Status DownloadSnapshot(
       grpc::ServerContext* context, const v1::PullSnapshotRequest* request,
       grpc::ServerWriter<v1::SnapshotChunk>* writer) override;
+  grpc::Status DownloadModelFile(
+      grpc::ServerContext* context, const v1::PullModelFileRequest* request,
+      grpc::ServerWriter<v1::ModelFileChunk>* writer) override;
 
  private:
   // The worker token, then the worker key and assignment (rank < 0: any).
@@ -160,6 +166,7 @@ class WorkerServiceImpl final
   const Authenticator* const auth_;
   SnapshotStore* const snapshots_;
   const int64_t max_snapshot_bytes_;
+  ModelFileStore* const model_files_;
   CallGate* const waiting_;
 };
 

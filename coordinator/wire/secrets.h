@@ -32,7 +32,8 @@ std::string RedactSecrets(std::string text,
 // contents, without trailing whitespace, are the token. Both empty: "" (no
 // token). Both set: INVALID_ARGUMENT. An unreadable file: NOT_FOUND; an
 // empty one: INVALID_ARGUMENT. A token is at least 8 printable ASCII
-// characters, none a space (INVALID_ARGUMENT otherwise: "  " is no token). `what` names the option in messages.
+// characters, none a space (INVALID_ARGUMENT otherwise: "  " is no token).
+// `what` names the option in messages.
 absl::StatusOr<std::string> LoadToken(const std::string& value,
                                       const std::string& file,
                                       const std::string& what);

@@ -2,6 +2,8 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_format.h"
 
 namespace gradsync {
@@ -22,6 +24,12 @@ std::string Sha256Hex(absl::string_view data) {
   unsigned int length = 0;
   EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
   return Hex(digest, length);
+}
+
+bool IsSha256Hex(absl::string_view s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
 }
 
 struct Sha256::State {

@@ -14,6 +14,10 @@ namespace gradsync {
 
 std::string Sha256Hex(absl::string_view data);
 
+// Whether `s` is a digest as Sha256Hex spells it (64 lower-case hex
+// digits).
+bool IsSha256Hex(absl::string_view s);
+
 class Sha256 {
  public:
   Sha256();

@@ -14,11 +14,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "coordinator/wire/file_chunks.h"
 #include "gradsync/v1/snapshot.pb.h"
 
 namespace gradsync {
-
-inline constexpr int64_t kSnapshotChunkBytes = 1 << 20;
 
 // Streams the file at `path` as the upload of `worker_id` running job
 // attempt `attempt`: `meta` (its size_bytes set from the file, sha256 left

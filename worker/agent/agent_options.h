@@ -2,11 +2,13 @@
 // A plain value; thread-compatible.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "loader/dataset.h"
+#include "worker/agent/model_file_cache.h"
 
 namespace gradsync {
 
@@ -20,6 +22,9 @@ struct AgentOptions {
   // directory (relative ones) or must resolve into it (absolute ones);
   // gradsync-worker defaults it to its working directory.
   std::string checkpoint_root = ".";
+  // Model files fetched from the coordinator (model_file_cache.h); null:
+  // each task fetches into a private scratch directory of its own.
+  std::shared_ptr<ModelFileCache> model_files;
   int log_every = 50;  // steps between progress log lines
   // When set, each task appends its trained batches' sample indices to
   // <dir>/<job>-a<attempt>-r<rank>.trace (see TrainContext::sample_trace).

@@ -139,6 +139,51 @@ absl::Status Task::UploadSnapshot(const v1::CheckpointCommit& commit) {
   return FromGrpcStatus(writer->Finish());
 }
 
+absl::StatusOr<std::string> Task::DownloadModelFile() {
+  const v1::Assignment& a = assignment_;
+  v1::PullModelFileRequest request;
+  request.set_sha256(a.spec().model_file_sha256());
+  request.set_worker_id(worker_id_);
+  request.set_job_id(a.job_id());
+  request.set_attempt(a.attempt());
+  std::string data;
+  v1::ModelFileMeta meta;
+  absl::Status status = Retry("download model file", [&] {
+    auto ctx = CallContext(absl::Minutes(5), worker_key_);
+    auto reader = stub_->DownloadModelFile(ctx.get(), request);
+    return ReadChunkStream("model file", *ctx, *reader, &meta, &data);
+  });
+  if (!status.ok()) {
+    return absl::Status(
+        status.code(), absl::StrCat("download model file: ", status.message()));
+  }
+  Log(absl::StrFormat("%s fetched model file %s (%s, %.1f MB)", a.job_id(),
+                      meta.sha256().substr(0, 12), meta.name(),
+                      data.size() / 1e6));
+  return data;
+}
+
+absl::Status Task::FetchModelFile(TrainContext& c) {
+  const std::string& sha256 = assignment_.spec().model_file_sha256();
+  if (sha256.empty()) return absl::OkStatus();
+  std::shared_ptr<ModelFileCache> cache = options_.model_files;
+  if (cache == nullptr) {
+    auto opened = ModelFileCache::Open("");
+    if (!opened.ok()) return opened.status();
+    cache = std::move(*opened);
+    task_model_files_ = cache;  // kept until the task ends
+  }
+  auto path = cache->Path(sha256, [this] { return DownloadModelFile(); });
+  if (!path.ok()) return path.status();
+  c.spec.model_file = *path;
+  // The bytes the trainer loads are checked again: the cache's file could
+  // change between here and there.
+  c.verify_model_file = [sha256](absl::string_view bytes) {
+    return CheckModelFileDigest(bytes, sha256);
+  };
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<char>> Task::DownloadSnapshot() {
   const v1::Assignment& a = assignment_;
   v1::PullSnapshotRequest request;
@@ -210,6 +255,7 @@ void Task::Run() {
   c.spec.dataset_access = options_.dataset_access;
   c.spec.checkpoint_tag = a.job_id();
   status = ConfineCheckpointPaths(c.spec);
+  if (status.ok()) status = FetchModelFile(c);
   // Every job ends with its weights at the coordinator, whatever its
   // checkpoint flags: rank 0 of a job without a checkpoint directory writes
   // its final checkpoint into a scratch directory, uploads it as the job's

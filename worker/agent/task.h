@@ -29,6 +29,7 @@
 #include "worker/agent/agent_options.h"
 #include "worker/agent/metrics_buffer.h"
 #include "worker/comm/communicator.h"
+#include "worker/train/train_context.h"
 #include "worker/train/train_spec.h"
 
 namespace gradsync {
@@ -81,6 +82,11 @@ class Task {
   absl::Status UploadSnapshot(const v1::CheckpointCommit& commit);
   // The snapshot the assignment resumes from, checksum verified.
   absl::StatusOr<std::vector<char>> DownloadSnapshot();
+  // The job's model file, fetched (or found in the cache) and named in
+  // `c`'s spec, with the digest check the trainer runs on its bytes; OK
+  // and nothing done for a built-in model.
+  absl::Status FetchModelFile(TrainContext& c);
+  absl::StatusOr<std::string> DownloadModelFile();
   // `call` until it succeeds, fails for good, the task is cancelled, the
   // agent stops or kRetryFor passes, with backoff; logs once.
   absl::Status Retry(const std::string& what,
@@ -93,6 +99,8 @@ class Task {
   const std::string worker_key_;
   const absl::Notification& agent_stop_;
   std::atomic<bool> cancel_{false};
+  // The task's own model file cache when the agent has none.
+  std::shared_ptr<ModelFileCache> task_model_files_;
   std::atomic<bool> done_{false};
   std::atomic<int64_t> step_{0};
   std::atomic<int> epoch_{0};

@@ -1,5 +1,7 @@
 #include "worker/agent/task_convert.h"
 
+#include "worker/train/loss.h"
+
 namespace gradsync {
 
 TrainSpec ToTrainSpec(const v1::JobSpec& spec) {
@@ -12,6 +14,8 @@ TrainSpec ToTrainSpec(const v1::JobSpec& spec) {
   t.loader_threads = spec.loader_threads();
   t.prefetch_depth = spec.prefetch_depth();
   t.model = spec.model();
+  // The coordinator checked the name (job_spec.h); the default otherwise.
+  t.loss = ParseLoss(spec.loss()).value_or(LossKind::kCrossEntropy);
   t.epochs = spec.epochs();
   t.batch_size = spec.batch_size();
   t.seed = spec.seed();

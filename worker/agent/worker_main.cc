@@ -19,6 +19,8 @@
 #include "loader/cached_dataset.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/health_file.h"
+#include "worker/agent/model_file_cache.h"
+#include "worker/model/script_output.h"
 #include "worker/train/host_allocator.h"
 
 int main(int argc, char** argv) {
@@ -69,6 +71,11 @@ int main(int argc, char** argv) {
                  "taken under this directory or must resolve into it")
       ->envname("GRADSYNC_CHECKPOINT_ROOT")
       ->capture_default_str();
+  std::string model_cache;
+  app.add_option("--model-cache", model_cache,
+                 "keep model files fetched from the coordinator here (mode "
+                 "0700; default: a private temporary directory)")
+      ->envname("GRADSYNC_MODEL_CACHE");
   app.add_option("--log-every", options.log_every, "steps between log lines")
       ->capture_default_str();
   app.add_option("--sample-trace-dir", options.sample_trace_dir,
@@ -123,6 +130,16 @@ int main(int argc, char** argv) {
                              : std::string(health.status().message()).c_str());
     return health.ok() ? 0 : 1;
   }
+  // A model file's prints and warnings reach the log escaped, one line each
+  // (script_output.h).
+  gradsync::RouteModelOutput();
+  absl::StatusOr<std::unique_ptr<gradsync::ModelFileCache>> cache =
+      gradsync::ModelFileCache::Open(model_cache);
+  if (!cache.ok()) {
+    gradsync::LogLine("gradsync-worker", cache.status().message());
+    return 2;
+  }
+  options.model_files = std::move(*cache);
   // The coordinator may still be creating its --token-dir.
   absl::StatusOr<std::string> worker_token = token.Load(absl::Minutes(2));
   if (!worker_token.ok()) {

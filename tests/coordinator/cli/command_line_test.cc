@@ -147,7 +147,9 @@ TEST(CommandLineTest, SubmitHelpMarksRequiredFlagsAndShowsTheDefaults) {
         absl::StrCat("(default ", d.max_restarts(), "; 0 = fail at once)"),
         absl::StrCat("deadline of each collective (default ",
                      d.collective_timeout_ms(), ")"),
-        std::string("fashion_cnn|lenet|resnet18|mlp (required)")}) {
+        std::string("fashion_cnn|lenet|resnet18|mlp (required, unless "
+                    "--model-file)"),
+        absl::StrCat("(default ", d.loss(), ")")}) {
     EXPECT_NE(p.out.find(text), std::string::npos) << text << "\n" << p.out;
   }
 }

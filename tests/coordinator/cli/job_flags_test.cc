@@ -55,7 +55,8 @@ TEST(JobFlagsTest, MissingRequiredFlagsAreNamedAsTyped) {
   JobFlags none;
   s = BuildJobSpec(none).status();
   EXPECT_EQ(s.message(),
-            "--dataset, --model, --batch-size, --workers (-n) are required "
+            "--dataset, --model or --model-file, --batch-size, --workers "
+            "(-n) are required "
             "(or, in a job file, dataset.path, model, batch_size, "
             "world_size.max_workers)");
   // --max-workers alone sets the world size.

@@ -28,7 +28,9 @@ TEST(RestartPolicyTest, RestartsWhenNoRuleStopsIt) {
 TEST(RestartPolicyTest, ARefusedSettingIsNotRestarted) {
   for (const char* error :
        {"PERMISSION_DENIED: checkpoint.directory /elsewhere is outside",
-        "INVALID_ARGUMENT: model fashion_cnn takes 28x28 images"}) {
+        "INVALID_ARGUMENT: model fashion_cnn takes 28x28 images",
+        "FAILED_PRECONDITION: model file: __torch__.Net.forward calls "
+        "aten::save"}) {
     FailedAttempt a = Restartable();
     a.error = error;
     RestartDecision d = DecideRestart(a);
@@ -40,6 +42,8 @@ TEST(RestartPolicyTest, ARefusedSettingIsNotRestarted) {
   // Other codes (a lost peer, a damaged file) may be transient.
   FailedAttempt a = Restartable();
   a.error = "UNAVAILABLE: peer closed the connection";
+  EXPECT_TRUE(DecideRestart(a).restart);
+  a.error = "FAILED_PRECONDITION: the data set differs between hosts";
   EXPECT_TRUE(DecideRestart(a).restart);
 }
 

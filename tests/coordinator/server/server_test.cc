@@ -179,10 +179,15 @@ TEST(ServerTest, SnapshotAndStateDirectoriesArePrivate) {
     absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
         CoordinatorServer::Start(options);
     ASSERT_TRUE(server.ok()) << server.status();
-    const std::string dir = (*server)->snapshots().dir();
-    EXPECT_EQ(dir.find("/gradsync-snapshots-"), dir.rfind('/')) << dir;
+    // Snapshots and model files in one private scratch directory.
+    const std::string snapshots = (*server)->snapshots().dir();
+    const std::string dir = snapshots.substr(0, snapshots.rfind('/'));
+    EXPECT_EQ(dir.find("/gradsync-coordinator-"), dir.rfind('/')) << dir;
     struct stat st;
     ASSERT_EQ(stat(dir.c_str(), &st), 0) << dir;
+    EXPECT_EQ(st.st_mode & 0777, 0700u);
+    const std::string model_files = dir + "/model-files";
+    ASSERT_EQ(stat(model_files.c_str(), &st), 0) << model_files;
     EXPECT_EQ(st.st_mode & 0777, 0700u);
   }
   const std::string state = UniqueTempDir("open-state");

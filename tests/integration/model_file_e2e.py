@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""A user's own TorchScript model through a real coordinator and two
+workers (issue 40, part 2):
+
+  * `gradsync submit --model-file net.pt` uploads the file (content-
+    addressed; the same bytes twice are kept once) and the job trains it;
+  * `gradsync model files` lists it with the job using it, and deleting it
+    is refused while that job exists;
+  * the pulled state_dict loads with strict=True into the Python module and
+    evaluates in PyTorch to the job's reported accuracy (within 0.1 points);
+  * hostile model files (a __setstate__ that writes a file when loaded, a
+    forward that saves a tensor, a module traced in eval mode) fail their
+    job at once, without restarts, naming the reason; nothing is written,
+    and the same workers then train a good job.
+
+Usage: model_file_e2e.py BIN_DIR WORK_DIR"""
+import json
+import os
+import shutil
+import sys
+from typing import Tuple
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "parity"))
+from e2e_train import Cluster  # noqa: E402
+from script_model_parity import Net, accuracy, make_folder  # noqa: E402
+
+
+class WritesWhenLoaded(torch.nn.Module):
+    """torch.jit.load runs __setstate__, which writes `path`."""
+
+    def __init__(self, path: str):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(28 * 28, 10))
+        self.path = path
+
+    def forward(self, x):
+        return x.flatten(1) @ self.w
+
+    @torch.jit.export
+    def __getstate__(self):
+        return (self.w, self.training, self.path)
+
+    @torch.jit.export
+    def __setstate__(self, state: Tuple[torch.Tensor, bool, str]):
+        torch.save(state[0], state[2])
+        self.w = state[0]
+        self.training = state[1]
+        self.path = state[2]
+
+
+class SavesInForward(torch.nn.Module):
+    def __init__(self, path: str):
+        super().__init__()
+        self.fc = torch.nn.Linear(28 * 28, 10)
+        self.path = path
+
+    def forward(self, x):
+        torch.save(x, self.path)
+        return self.fc(x.flatten(1))
+
+
+def status(cluster, job):
+    return json.loads(cluster.cli("--json", "status", job).stdout)
+
+
+def submit(cluster, data, model_file, name):
+    out = cluster.cli("--json", "submit", "--name", name, "--dataset", data,
+                      "--eval-split", "test", "--model-file", model_file,
+                      "--batch-size", "20", "-n", "2").stdout
+    return json.loads(out)["id"]
+
+
+def main():
+    bin_dir, work = sys.argv[1], sys.argv[2]
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    data = os.path.join(work, "data")
+    make_folder(data, per_class_train=40, per_class_test=10)
+    torch.manual_seed(0)
+    net_file = os.path.join(work, "net.pt")
+    torch.jit.save(torch.jit.script(Net()), net_file)
+
+    pwned = os.path.join(work, "pwned")
+    leak = os.path.join(work, "leak")
+    hostile = {
+        "setstate.pt": (torch.jit.script(WritesWhenLoaded(pwned)),
+                        "__setstate__"),
+        "save_forward.pt": (torch.jit.script(SavesInForward(leak)),
+                            "aten::save"),
+        "traced.pt": (torch.jit.trace(Net(0.25).eval(),
+                                      torch.rand(2, 1, 28, 28)),
+                      "with a constant 'train"),
+    }
+    for name, (module, _) in hostile.items():
+        torch.jit.save(module, os.path.join(work, name))
+
+    cluster = Cluster(bin_dir, work, workers=2, secure=False)
+    ok = False
+    try:
+        cluster.cli("workers", "--wait", "2", "--timeout", "60")
+        job = submit(cluster, data, net_file, "own-model")
+        cluster.cli("watch", job, timeout=300)
+        done = status(cluster, job)
+        assert done["state"] == "JOB_STATE_SUCCEEDED", done["message"]
+        digest = done["spec"]["model_file_sha256"]
+        assert done["spec"]["model"] == "net.pt", done["spec"]
+        reported = 100 * done["metrics"]["eval"][-1]["accuracy"]
+
+        files = json.loads(cluster.cli("--json", "model", "files").stdout)
+        listed = {f["sha256"]: f for f in files["files"]}
+        assert listed[digest]["jobs"] == [job], listed
+        refused = cluster.cli("model", "files", "delete", digest, check=False)
+        assert refused.returncode != 0 and job in refused.stderr, refused
+        print(f"model_file_e2e: {digest[:12]} listed with {job}; delete "
+              f"refused: {refused.stderr.strip()}")
+
+        state = os.path.join(work, "state.pt")
+        cluster.cli("model", "pull", job, "--state-dict", "-o", state)
+        pulled = Net()
+        pulled.load_state_dict(torch.load(state, weights_only=True),
+                               strict=True)
+        evaluated = accuracy(pulled, data)
+        assert abs(evaluated - reported) <= 0.1, (evaluated, reported)
+        print(f"model_file_e2e: the pulled state_dict loads strictly; "
+              f"PyTorch evaluates it to {evaluated:.2f}%, the job reported "
+              f"{reported:.2f}%")
+
+        for name, (_, says) in hostile.items():
+            bad = submit(cluster, data, os.path.join(work, name), name)
+            cluster.cli("watch", bad, timeout=300, check=False)
+            failed = status(cluster, bad)
+            assert failed["state"] == "JOB_STATE_FAILED", failed
+            assert says in failed["message"], failed["message"]
+            assert len(failed.get("attempts", [])) == 1, failed["attempts"]
+            print(f"model_file_e2e: {name} refused without restarts: "
+                  f"{failed['message'][:200]}")
+        assert not os.path.exists(pwned) and not os.path.exists(leak)
+
+        # The same workers, alive and idle, train again; the same bytes
+        # upload to the same file.
+        again = submit(cluster, data, net_file, "again")
+        cluster.cli("watch", again, timeout=300)
+        assert status(cluster, again)["state"] == "JOB_STATE_SUCCEEDED"
+        files = json.loads(cluster.cli("--json", "model", "files").stdout)
+        assert len([f for f in files["files"] if f["sha256"] == digest]) == 1
+        print("model_file_e2e: the workers trained a good job after the "
+              "refusals; the file was stored once")
+        ok = True
+    finally:
+        cluster.stop()
+        if not ok:
+            cluster.dump_logs()
+
+
+if __name__ == "__main__":
+    main()
