@@ -196,6 +196,12 @@ CommandLine::CommandLine()
   model_pull->add_option("--step", model_step, "step (default: latest)")
       ->each([this](const std::string&) { model_step_given = true; });
   model_pull->add_option("-o,--output", model_out, "file to write")->required();
+  model_pull
+      ->add_option("--format", model_format,
+                   "checkpoint (default: the whole snapshot), state-dict (as "
+                   "--state-dict), or torchscript (the trained module of a "
+                   "job that trained a model file)")
+      ->check(CLI::IsMember({"checkpoint", "state-dict", "torchscript"}));
   model_pull->add_flag(
       "--state-dict", model_state_dict,
       "write only the model's state_dict (name -> tensor), which "

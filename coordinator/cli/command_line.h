@@ -61,11 +61,12 @@ class CommandLine {
   std::string model_out;
   std::string model_file_sha256;  // model files delete SHA256
   bool model_state_dict = false;
-  std::string plot_out;         // plot -o FILE
-  std::optional<int> log_rank;  // logs --rank R
-  bool follow = false;          // logs -f
-  int workers_wait = 0;         // workers --wait N
-  std::string shell;            // completion SHELL
+  std::string model_format = "checkpoint";  // model pull --format
+  std::string plot_out;                     // plot -o FILE
+  std::optional<int> log_rank;              // logs --rank R
+  bool follow = false;                      // logs -f
+  int workers_wait = 0;                     // workers --wait N
+  std::string shell;                        // completion SHELL
 
   const TokenFlags& token() const { return token_; }
   const ClientTlsFlags& tls() const { return tls_; }

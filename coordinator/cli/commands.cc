@@ -413,6 +413,46 @@ int Cli::ModelFileDelete(const std::string& sha256) {
   return 0;
 }
 
+int Cli::ModelPullTorchScript(const std::string& job_id,
+                              const std::string& out_file) {
+  v1::Job job;
+  if (grpc::Status s = ReadJob(job_id, &job); !s.ok()) return Fail(s);
+  if (job.trained_model_sha256().empty()) {
+    err_ << "gradsync: " << job_id
+         << (job.spec().model_file_sha256().empty()
+                 ? " trains a built-in model, which has no TorchScript form; "
+                   "pull its weights with --state-dict"
+                 : " has no trained TorchScript module (yet): rank 0 uploads "
+                   "it when the job succeeds")
+         << "\n";
+    return 1;
+  }
+  v1::PullModelFileRequest request;
+  request.set_sha256(job.trained_model_sha256());
+  grpc::ClientContext context;  // no deadline: a large model takes a while
+  auto reader = stub_->PullModelFile(&context, request);
+  v1::ModelFileMeta meta;
+  std::string data;
+  if (absl::Status s =
+          ReadChunkStream("model file", context, *reader, &meta, &data);
+      !s.ok()) {
+    return Fail(ToGrpcStatus(s));
+  }
+  if (absl::Status s = WriteWholeFile(out_file, data); !s.ok()) {
+    err_ << "gradsync: " << s.message() << "\n";
+    return 1;
+  }
+  if (options_.json) {
+    out_ << ToJson(meta) << "\n";
+  } else {
+    out_ << "wrote " << out_file << ": " << job_id
+         << "'s trained module as TorchScript ("
+         << absl::StrFormat("%.1f MB", meta.size_bytes() / 1e6)
+         << "); load it with torch.jit.load(\"" << out_file << "\")\n";
+  }
+  return 0;
+}
+
 int Cli::ModelPull(const std::string& job_id, int64_t step, bool has_step,
                    const std::string& out_file, bool state_dict) {
   v1::PullSnapshotRequest request;

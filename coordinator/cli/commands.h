@@ -54,6 +54,10 @@ class Cli {
   // form weights-only loaders open (foundation/torch_file).
   int ModelPull(const std::string& job_id, int64_t step, bool has_step,
                 const std::string& out_file, bool state_dict = false);
+  // `gradsync model pull JOB --format torchscript -o FILE`: the trained
+  // module of a job that trained a model file, as TorchScript.
+  int ModelPullTorchScript(const std::string& job_id,
+                           const std::string& out_file);
   // `gradsync model files`: the model files the coordinator keeps and the
   // jobs using each; `gradsync model files delete SHA256` removes one no
   // job uses.

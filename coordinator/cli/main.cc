@@ -100,9 +100,13 @@ int main(int argc, char** argv) {
   }
   if (command == "plot") return cli.Plot(job, line.plot_out);
   if (command == "logs") return cli.Logs(job, line.log_rank, line.follow);
+  if (command == "model pull" && line.model_format == "torchscript") {
+    return cli.ModelPullTorchScript(job, line.model_out);
+  }
   if (command == "model pull") {
-    return cli.ModelPull(job, line.model_step, line.model_step_given,
-                         line.model_out, line.model_state_dict);
+    return cli.ModelPull(
+        job, line.model_step, line.model_step_given, line.model_out,
+        line.model_state_dict || line.model_format == "state-dict");
   }
   std::cerr << "gradsync: unknown command '" << command << "'\n";
   return 2;

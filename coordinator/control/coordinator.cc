@@ -199,6 +199,16 @@ void Coordinator::NoteSnapshotStorage(const std::string& job_id,
   Persist(entry);
 }
 
+void Coordinator::SetTrainedModel(const std::string& job_id,
+                                  const std::string& sha256) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return;
+  it->second.job.set_trained_model_sha256(sha256);
+  PublishJob(it->second);
+  Persist(it->second);
+}
+
 void Coordinator::Transition(JobEntry& entry, v1::JobState to,
                              const std::string& reason) {
   v1::Job& job = entry.job;

@@ -127,8 +127,11 @@ class Coordinator {
   // it gave up); the coordinator adds max_scan_time and its own shutdown.
   absl::StatusOr<v1::Job> SubmitJob(v1::JobSpec spec, ScanBudget scan = {});
   absl::StatusOr<v1::Job> GetJob(const std::string& job_id);
+  // Records the trained module rank 0 uploaded (Job.trained_model_sha256).
+  // Unknown jobs are ignored.
+  void SetTrainedModel(const std::string& job_id, const std::string& sha256);
   // Every job (finished ones too, until deleted) whose spec trains the
-  // model file `sha256`, oldest first.
+  // model file `sha256`, or that trained it, oldest first.
   std::vector<std::string> JobsUsingModelFile(const std::string& sha256);
   // The job's training curve and evaluations (metrics_aggregator.h).
   absl::StatusOr<v1::JobCurves> GetJobCurves(const std::string& job_id);

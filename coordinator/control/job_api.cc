@@ -161,7 +161,8 @@ std::vector<std::string> Coordinator::JobsUsingModelFile(
   absl::MutexLock lock(&mu_);
   std::vector<std::pair<int64_t, std::string>> users;
   for (const auto& [id, entry] : jobs_) {
-    if (entry.job.spec().model_file_sha256() == sha256) {
+    if (entry.job.spec().model_file_sha256() == sha256 ||
+        entry.job.trained_model_sha256() == sha256) {
       users.emplace_back(entry.queue_seq, id);
     }
   }

@@ -452,4 +452,35 @@ grpc::Status WorkerServiceImpl::DownloadModelFile(
   return SendModelFile(request->sha256(), *model_files_, writer);
 }
 
+grpc::Status WorkerServiceImpl::UploadTrainedModel(
+    grpc::ServerContext* context,
+    grpc::ServerReader<v1::ModelFileChunk>* reader,
+    v1::ModelFileMeta* response) {
+  v1::ModelFileChunk first;
+  if (!reader->Read(&first)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "trained model upload: no chunk");
+  }
+  // Only rank 0 of the job's current attempt uploads, and only for a job
+  // that trains a model file.
+  if (grpc::Status s = Authorize(*context, first.worker_id(), first.job_id(),
+                                 first.attempt(), 0);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<v1::Job> job = coordinator_->GetJob(first.job_id());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  if (job->spec().model_file_sha256().empty()) {
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("job ", first.job_id(), " trains a built-in model"));
+  }
+  grpc::Status received = ReceiveModelFile(first, reader, *model_files_,
+                                           max_snapshot_bytes_, response);
+  if (received.ok()) {
+    coordinator_->SetTrainedModel(first.job_id(), response->sha256());
+  }
+  return received;
+}
+
 }  // namespace gradsync

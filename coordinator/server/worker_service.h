@@ -119,6 +119,10 @@ class WorkerServiceImpl final
   grpc::Status DownloadModelFile(
       grpc::ServerContext* context, const v1::PullModelFileRequest* request,
       grpc::ServerWriter<v1::ModelFileChunk>* writer) override;
+  grpc::Status UploadTrainedModel(
+      grpc::ServerContext* context,
+      grpc::ServerReader<v1::ModelFileChunk>* reader,
+      v1::ModelFileMeta* response) override;
 
  private:
   // The worker token, then the worker key and assignment (rank < 0: any).

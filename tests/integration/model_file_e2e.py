@@ -8,6 +8,8 @@ workers (issue 40, part 2):
     is refused while that job exists;
   * the pulled state_dict loads with strict=True into the Python module and
     evaluates in PyTorch to the job's reported accuracy (within 0.1 points);
+    `model pull --format torchscript` gives the trained module, which
+    torch.jit.load reads and which computes what that state_dict does;
   * hostile model files (a __setstate__ that writes a file when loaded, a
     forward that saves a tensor, a module traced in eval mode) fail their
     job at once, without restarts, naming the reason; nothing is written,
@@ -25,7 +27,8 @@ import torch
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "parity"))
 from e2e_train import Cluster  # noqa: E402
-from script_model_parity import Net, accuracy, make_folder  # noqa: E402
+from script_model_parity import (Net, accuracy, make_folder,  # noqa: E402
+                                 same_outputs)
 
 
 class WritesWhenLoaded(torch.nn.Module):
@@ -127,6 +130,12 @@ def main():
         print(f"model_file_e2e: the pulled state_dict loads strictly; "
               f"PyTorch evaluates it to {evaluated:.2f}%, the job reported "
               f"{reported:.2f}%")
+        scripted = os.path.join(work, "trained.pt")
+        cluster.cli("model", "pull", job, "--format", "torchscript", "-o",
+                    scripted)
+        assert same_outputs(scripted, pulled, data)
+        print("model_file_e2e: model pull --format torchscript: "
+              "torch.jit.load gives the state_dict's outputs")
 
         for name, (_, says) in hostile.items():
             bad = submit(cluster, data, os.path.join(work, name), name)

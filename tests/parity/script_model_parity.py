@@ -148,6 +148,20 @@ def accuracy(net, data):
     return 100.0 * correct / total
 
 
+def same_outputs(torchscript, net, data):
+    """Whether torch.jit.load(torchscript) computes what `net` does on the
+    test split (both in eval mode)."""
+    from torch.utils.data import DataLoader
+    trained = torch.jit.load(torchscript)
+    trained.eval()
+    net.eval()
+    with torch.no_grad():
+        for x, _ in DataLoader(folder(data, "test"), batch_size=100):
+            if not torch.allclose(trained(x), net(x), atol=1e-5):
+                return False
+    return True
+
+
 def run_ddp(work, data, state, dropout, seed, epochs):
     import torch.multiprocessing as mp
     out = os.path.join(work, f"ddp-{seed}.json")
@@ -183,7 +197,7 @@ def run_gradsync(launch, work, data, model_file, seed, epochs, tag):
         sys.exit(f"FAIL: no test accuracy in:\n{done.stdout[-2000:]}")
     with open(metrics) as f:
         losses = [json.loads(line)["loss"] for line in f if line.strip()]
-    checkpoints = sorted(os.listdir(ckpt))
+    checkpoints = sorted(f for f in os.listdir(ckpt) if f.endswith(".pt"))
     return {"losses": losses, "accuracy": float(found.group(1)),
             "checkpoint": os.path.join(ckpt, checkpoints[-1])}
 
@@ -233,6 +247,10 @@ def parity(launch, work):
                   f"checkpoint loads strictly; PyTorch evaluates it to "
                   f"{acc:.2f}%, gradsync reported {ours['accuracy']:.2f}% "
                   f"(DDP {ddp['accuracy']:.2f}%)")
+    good &= check(same_outputs(ours["checkpoint"] + ".torchscript", pulled,
+                               data),
+                  "the trained TorchScript module reloads with "
+                  "torch.jit.load and gives the state_dict's outputs")
 
     torch.manual_seed(0)
     tripled = TripledLoss()

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "coordinator/client/remote_store.h"
+#include "coordinator/wire/file_chunks.h"
 #include "coordinator/wire/grpc_status.h"
 #include "coordinator/wire/secrets.h"
 #include "coordinator/wire/snapshot_stream.h"
@@ -135,6 +136,36 @@ absl::Status Task::UploadSnapshot(const v1::CheckpointCommit& commit) {
     return sent;
   }
   // A failed write ended the stream; Finish() says why.
+  writer->WritesDone();
+  return FromGrpcStatus(writer->Finish());
+}
+
+absl::Status Task::UploadTrainedModel(const std::string& path) {
+  auto ctx = CallContext(absl::Minutes(5), worker_key_);
+  v1::ModelFileMeta stored;
+  auto writer = stub_->UploadTrainedModel(ctx.get(), &stored);
+  absl::Status sent = WriteFileChunks<v1::ModelFileChunk>(
+      path, "trained model",
+      [&](v1::ModelFileChunk* chunk, int64_t size) {
+        v1::ModelFileMeta* meta = chunk->mutable_meta();
+        meta->set_name(absl::StrCat(assignment_.job_id(), "-trained.pt"));
+        meta->set_size_bytes(size);
+        chunk->set_worker_id(worker_id_);
+        chunk->set_job_id(assignment_.job_id());
+        chunk->set_attempt(assignment_.attempt());
+      },
+      [](v1::ModelFileChunk* chunk) {
+        chunk->clear_meta();
+        chunk->clear_worker_id();
+        chunk->clear_job_id();
+        chunk->clear_attempt();
+      },
+      [&](const v1::ModelFileChunk& chunk) { return writer->Write(chunk); });
+  if (!sent.ok() && !absl::IsCancelled(sent)) {
+    ctx->TryCancel();
+    (void)writer->Finish();
+    return sent;
+  }
   writer->WritesDone();
   return FromGrpcStatus(writer->Finish());
 }
@@ -363,6 +394,15 @@ void Task::Run() {
     } else {
       status = trained.status();
     }
+  }
+  if (status.ok() && !result.torchscript.empty() && options_.upload_snapshots) {
+    // What `gradsync model pull --format torchscript` gives the user.
+    absl::Status up = UploadTrainedModel(result.torchscript);
+    Log(up.ok() ? absl::StrCat(a.job_id(),
+                               ": the trained module (TorchScript) is at the "
+                               "coordinator")
+                : absl::StrCat("the trained module was not uploaded: ",
+                               up.ToString()));
   }
   if (final_only) {
     // Its upload is over (on_checkpoint ran it): the scratch copy goes

@@ -87,6 +87,9 @@ class Task {
   // and nothing done for a built-in model.
   absl::Status FetchModelFile(TrainContext& c);
   absl::StatusOr<std::string> DownloadModelFile();
+  // Rank 0: the trained module (TrainResult::torchscript) to the
+  // coordinator.
+  absl::Status UploadTrainedModel(const std::string& path);
   // `call` until it succeeds, fails for good, the task is cancelled, the
   // agent stops or kRetryFor passes, with backoff; logs once.
   absl::Status Retry(const std::string& what,

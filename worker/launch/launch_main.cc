@@ -223,6 +223,10 @@ int main(int argc, char** argv) {
                 << (result->checkpoint.empty()
                         ? ""
                         : ", checkpoint " + result->checkpoint)
+                << (result->torchscript.empty()
+                        ? ""
+                        : ", trained module (TorchScript) " +
+                              result->torchscript)
                 << std::endl;
     }
     return 0;

@@ -3,6 +3,7 @@
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/version.h>
 
+#include <cstdio>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -91,6 +92,29 @@ std::vector<NamedTensor> ScriptModel::NamedBuffers() {
 void ScriptModel::SetTraining(bool on) { module_.train(on); }
 
 void ScriptModel::To(const torch::Device& device) { module_.to(device); }
+
+absl::Status ScriptModel::ExportTorchScript(const std::string& path) {
+  const std::string staged = path + ".tmp";
+  try {
+    torch::NoGradGuard no_grad;
+    torch::jit::Module copy = module_.clone();
+    copy.to(torch::kCPU);
+    std::string names;
+    for (const std::string& n : non_persistent_)
+      absl::StrAppend(&names, n, "\n");
+    copy.save(staged, {{kNonPersistentBuffersFile, names}});
+  } catch (const std::exception& e) {
+    std::remove(staged.c_str());
+    return absl::InternalError(absl::StrCat("cannot write the trained module ",
+                                            path, ": ", FirstLine(e.what())));
+  }
+  if (std::rename(staged.c_str(), path.c_str()) != 0) {
+    std::remove(staged.c_str());
+    return absl::InternalError(
+        absl::StrCat("cannot write the trained module ", path));
+  }
+  return absl::OkStatus();
+}
 
 bool ScriptModel::HasLoss() const {
   return module_.find_method("loss").has_value();

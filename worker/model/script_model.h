@@ -49,6 +49,10 @@ class ScriptModel : public TrainableModel {
   void SetTraining(bool on) override;
   void To(const torch::Device& device) override;
   bool ChannelsLastSafe() const override { return false; }
+  // A CPU copy of the module (loads on hosts without a GPU), with the
+  // non-persistent buffer names kept in the extra file; written beside
+  // and renamed into place.
+  absl::Status ExportTorchScript(const std::string& path) override;
   bool HasLoss() const override;
   absl::StatusOr<torch::Tensor> Loss(const torch::Tensor& output,
                                      const torch::Tensor& target) override;

@@ -7,6 +7,11 @@ absl::StatusOr<torch::Tensor> TrainableModel::Loss(const torch::Tensor&,
   return absl::UnimplementedError("the model defines no loss");
 }
 
+absl::Status TrainableModel::ExportTorchScript(const std::string&) {
+  return absl::UnimplementedError(
+      "only a model file (TorchScript) can be exported as TorchScript");
+}
+
 std::vector<torch::Tensor> TrainableParameters(TrainableModel& model) {
   std::vector<torch::Tensor> out;
   for (NamedTensor& p : model.NamedParameters()) {

@@ -45,6 +45,10 @@ class TrainableModel {
   // function in both layouts.
   virtual bool ChannelsLastSafe() const = 0;
 
+  // Writes the module, as it is now, as TorchScript (torch.jit.load reads
+  // it) to `path`: UNIMPLEMENTED for a module that is not TorchScript.
+  virtual absl::Status ExportTorchScript(const std::string& path);
+
   virtual bool HasLoss() const { return false; }
   // The module's own loss, a scalar Tensor; UNIMPLEMENTED unless HasLoss().
   virtual absl::StatusOr<torch::Tensor> Loss(const torch::Tensor& output,

@@ -82,6 +82,9 @@ struct TrainResult {
   int64_t steps = 0;
   double accuracy = -1;    // last evaluation; -1 without an eval split
   std::string checkpoint;  // last checkpoint written (rank 0)
+  // Rank 0 of a job that trained a model file: the trained module as
+  // TorchScript, written beside the last checkpoint.
+  std::string torchscript;
 };
 
 }  // namespace gradsync

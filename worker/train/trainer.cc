@@ -259,6 +259,7 @@ class Loop {
       }
     }
     if (absl::Status s = Checkpoint(c_.spec.epochs, 0); !s.ok()) return s;
+    if (absl::Status s = ExportTrained(); !s.ok()) return s;
     result_.steps = step_;
     return result_;
   }
@@ -481,6 +482,20 @@ class Loop {
     if (!report.ok()) return report.status();
     result_.accuracy = report->accuracy;
     if (c_.rank == 0 && c_.on_eval) c_.on_eval(*report);
+    return absl::OkStatus();
+  }
+
+  // Rank 0 of a job training a model file writes the trained module as
+  // TorchScript beside its final checkpoint ("<checkpoint>.torchscript",
+  // which checkpoint resolution never takes for a checkpoint).
+  absl::Status ExportTrained() {
+    if (c_.rank != 0 || c_.spec.model_file.empty() ||
+        result_.checkpoint.empty()) {
+      return absl::OkStatus();
+    }
+    const std::string path = result_.checkpoint + ".torchscript";
+    if (absl::Status s = s_.model->ExportTorchScript(path); !s.ok()) return s;
+    result_.torchscript = path;
     return absl::OkStatus();
   }
 
