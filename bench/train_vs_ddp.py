@@ -19,8 +19,13 @@ epoch (gradsync: its RUNNING -> SUCCEEDED transitions; DDP: the same loop in
 the rank processes). Prints samples/s of each, the ratio, and the test
 accuracy of both after the same number of epochs. --scaling also runs gradsync on 1 worker.
 
+--model-file also trains the same FashionCNN module scripted with
+torch.jit.script through `gradsync submit --model-file` (issue 40's speed
+goal: at least DDP's speed on the same module run eagerly).
+
 Usage: bench/train_vs_ddp.py [--bin build/bin] [--data data/fashion-mnist]
        [--epochs 1] [--seeds 0,1,2] [--baselines memory,folders] [--scaling]
+       [--model-file]
        bench/train_vs_ddp.py --device cuda [--bin build-gpu/cmake/bin]
        [--results DIR] [--profile]   (GPUs, nccl: bench/train_vs_ddp_cuda.py)
 """
@@ -58,19 +63,10 @@ def write_idx(data, root):
             f.write(labels.tobytes())
 
 
-def ddp_rank(rank, world, init, data, epochs, out, seed, feed):
-    import torch
-    import torch.distributed as dist
+def fashion_cnn():
+    """The seeds' FashionCNN, as PyTorch users write it (DDP trains it
+    eagerly; --model-file scripts this same module for gradsync)."""
     import torch.nn as nn
-    from torch.utils.data import DataLoader
-    from torch.utils.data.distributed import DistributedSampler
-    from torchvision import datasets, transforms
-    torch.set_num_threads(1)
-    import datetime
-    dist.init_process_group("gloo", init_method=init, rank=rank,
-                            world_size=world,
-                            timeout=datetime.timedelta(minutes=5))
-    torch.manual_seed(seed)
 
     class FashionCNN(nn.Module):
         def __init__(self):
@@ -89,6 +85,23 @@ def ddp_rank(rank, world, init, data, epochs, out, seed, feed):
             out = self.layer2(self.layer1(x)).view(x.size(0), -1)
             return self.fc3(self.fc2(self.drop(self.fc1(out))))
 
+    return FashionCNN()
+
+
+def ddp_rank(rank, world, init, data, epochs, out, seed, feed):
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+    from torch.utils.data import DataLoader
+    from torch.utils.data.distributed import DistributedSampler
+    from torchvision import datasets, transforms
+    torch.set_num_threads(1)
+    import datetime
+    dist.init_process_group("gloo", init_method=init, rank=rank,
+                            world_size=world,
+                            timeout=datetime.timedelta(minutes=5))
+    torch.manual_seed(seed)
+
     if feed == "memory":
         # data is the root holding FashionMNIST/raw (write_idx).
         tf = transforms.ToTensor()
@@ -104,7 +117,7 @@ def ddp_rank(rank, world, init, data, epochs, out, seed, feed):
                                  seed=seed)
     loader = DataLoader(train, batch_size=100, sampler=sampler,
                         num_workers=loader_workers)
-    model = nn.parallel.DistributedDataParallel(FashionCNN())
+    model = nn.parallel.DistributedDataParallel(fashion_cnn())
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     # Exact evaluation after every epoch, as gradsync does: rank r takes
     # test[r::world], no padding.
@@ -170,7 +183,7 @@ def run_ddp(data, epochs, seed, feed):
             return json.load(f)
 
 
-def run_gradsync(bin_dir, data, epochs, workers, seed):
+def run_gradsync(bin_dir, data, epochs, workers, seed, model_file=None):
     with tempfile.TemporaryDirectory() as tmp:
         coord = subprocess.Popen(
             [f"{bin_dir}/gradsync-coordinator", "--listen", "127.0.0.1:0"],
@@ -186,8 +199,10 @@ def run_gradsync(bin_dir, data, epochs, workers, seed):
         try:
             job = json.loads(subprocess.run(
                 [f"{bin_dir}/gradsync", "-c", address, "--json", "submit",
-                 "--dataset", data, "--eval-split", "test", "--model",
-                 "fashion_cnn", "--epochs", str(epochs), "--batch-size", "100",
+                 "--dataset", data, "--eval-split", "test"] +
+                (["--model-file", model_file] if model_file else
+                 ["--model", "fashion_cnn"]) +
+                ["--epochs", str(epochs), "--batch-size", "100",
                  "--optimizer", "adam", "--lr", "0.001", "--loader-threads", "2",
                  "--seed", str(seed), "-n", str(workers)], check=True, capture_output=True,
                 text=True).stdout)
@@ -240,6 +255,9 @@ def main():
                         "gradsync sets it)")
     p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--scaling", action="store_true")
+    p.add_argument("--model-file", action="store_true",
+                   help="also train the same FashionCNN, scripted with "
+                        "torch.jit.script, through gradsync --model-file")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--gpus", type=int, default=0, help="cuda: 0 = all")
     p.add_argument("--batch-size", type=int, default=256, help="cuda")
@@ -277,6 +295,15 @@ def main():
             print(f"seed {seed}:", flush=True)
             row = {"gradsync": run_gradsync(a.bin, data, a.epochs, 2, seed)}
             report("gradsync, 2 workers", row["gradsync"])
+            if a.model_file:
+                scripted = os.path.join(idx_root, f"fashion_cnn-{seed}.pt")
+                import torch
+                torch.manual_seed(seed)
+                torch.jit.save(torch.jit.script(fashion_cnn()), scripted)
+                row["scripted"] = run_gradsync(a.bin, data, a.epochs, 2, seed,
+                                               scripted)
+                report("gradsync --model-file (scripted FashionCNN), 2 "
+                       "workers", row["scripted"])
             for feed in baselines:
                 root = idx_root if feed.startswith("memory") else data
                 row[feed] = run_ddp(root, a.epochs, seed, feed)
@@ -294,6 +321,16 @@ def main():
               f"{ours / theirs:.2f}x (goal >= {goals[feed]}); accuracy "
               f"{100 * acc:.2f}%, difference {100 * (acc_ours - acc):+.2f} "
               f"points (goal within 0.5)")
+    if a.model_file:
+        scripted = mean([r["scripted"]["samples_per_s"] for r in rows])
+        acc = mean([r["scripted"]["accuracy"] for r in rows])
+        print(f"gradsync --model-file: {scripted:.0f} samples/s, accuracy "
+              f"{100 * acc:.2f}%; {scripted / ours:.2f}x the built-in "
+              f"fashion_cnn")
+        for feed in baselines:
+            theirs = mean([r[feed]["samples_per_s"] for r in rows])
+            print(f"  vs DDP {feed} (the same module, eager): "
+                  f"{scripted / theirs:.2f}x (goal >= 1.0)")
     if a.scaling:
         one = run_gradsync(a.bin, data, a.epochs, 1, 0)
         print(f"gradsync 1 worker: {one['samples_per_s']:.0f} samples/s; "

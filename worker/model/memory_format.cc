@@ -15,6 +15,21 @@ void Relayout(torch::Tensor t) {
 
 }  // namespace
 
+void UseContiguous(TrainableModel& model) {
+  torch::NoGradGuard no_grad;
+  // As Relayout, empty() with the format: a size-1 dimension can make a
+  // channels-last tensor count as contiguous and contiguous() a no-op.
+  auto restore = [](torch::Tensor t) {
+    if (!IsChannelsLast(t)) return;
+    torch::Tensor laid_out = torch::empty(
+        t.sizes(), t.options().memory_format(at::MemoryFormat::Contiguous));
+    laid_out.copy_(t);
+    t.set_data(laid_out);
+  };
+  for (NamedTensor& p : model.NamedParameters()) restore(p.value);
+  for (NamedTensor& b : model.NamedBuffers()) restore(b.value);
+}
+
 bool IsChannelsLast(const torch::Tensor& t) {
   return t.dim() == 4 &&
          t.suggest_memory_format() == at::MemoryFormat::ChannelsLast;

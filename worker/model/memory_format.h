@@ -29,6 +29,8 @@ namespace gradsync {
 void UseChannelsLast(const std::vector<torch::Tensor>& tensors);
 // The same for every parameter and buffer of `model`.
 void UseChannelsLast(TrainableModel& model);
+// Undoes it: every 4-D parameter and buffer back in contiguous layout.
+void UseContiguous(TrainableModel& model);
 
 // True when `t` is 4-D and laid out (and marked) channels-last.
 bool IsChannelsLast(const torch::Tensor& t);

@@ -13,7 +13,8 @@
 // file kNonPersistentBuffersFile (one name per line; torch.jit.save's
 // _extra_files) are marked as not in the state_dict: TorchScript itself
 // forgets which buffers were registered with persistent=False. Channels-
-// last is not claimed safe: a user's module may flatten with view().
+// last is not claimed safe (a user's module may flatten with view()): the
+// trainer probes it (layout_probe.h).
 // Thread safety: none; one per rank.
 #pragma once
 

@@ -41,8 +41,9 @@ class TrainableModel {
   // Moves parameters and buffers, keeping their identity (as module.to).
   virtual void To(const torch::Device& device) = 0;
   // Whether the trainer may lay 4-D weights out channels-last on the CPU
-  // (memory_format.h): true where the module is known to compute the same
-  // function in both layouts.
+  // (memory_format.h) without asking: true where the module is known to
+  // compute the same function in both layouts; otherwise the trainer
+  // probes it (layout_probe.h).
   virtual bool ChannelsLastSafe() const = 0;
 
   // Writes the module, as it is now, as TorchScript (torch.jit.load reads

@@ -16,6 +16,7 @@
 #include "loader/open_dataset.h"
 #include "worker/model/builtin_model.h"
 #include "worker/model/checkpoint.h"
+#include "worker/model/layout_probe.h"
 #include "worker/model/memory_format.h"
 #include "worker/model/script_model.h"
 #include "worker/reducer/reducer.h"
@@ -183,6 +184,31 @@ absl::StatusOr<std::unique_ptr<TrainableModel>> LoadModel(const TrainContext& c,
   return std::unique_ptr<TrainableModel>(*std::move(loaded));
 }
 
+// On the CPU, convolutions and what follows them run faster in NHWC
+// (memory_format.h); on CUDA the layout stays as PyTorch's default. The
+// built-in models are known to compute the same in both; a model file goes
+// channels-last only when a probe batch shows it does (layout_probe.h) on
+// every rank (the ranks vote, so that all of them agree). Called with rank
+// 0's weights everywhere: the probe is the same on every rank.
+absl::Status ChooseLayout(const TrainContext& c, Session& s) {
+  if (!s.device.is_cpu()) return absl::OkStatus();
+  if (s.model->ChannelsLastSafe()) {
+    UseChannelsLast(*s.model);
+    return absl::OkStatus();
+  }
+  const bool nhwc = ProbeChannelsLast(
+      *s.model, ProbeBatch(2, s.loader->channels(), s.loader->height(),
+                           s.loader->width()));
+  torch::Tensor votes = torch::tensor({nhwc ? 1.0f : 0.0f});
+  if (absl::Status st = c.comm->AllReduce(votes, ReduceOp::kSum); !st.ok()) {
+    return st;
+  }
+  if (nhwc && votes.item<float>() < static_cast<float>(c.world_size)) {
+    UseContiguous(*s.model);
+  }
+  return absl::OkStatus();
+}
+
 // The model on its device with rank 0's parameters, its reducer and its
 // optimizer.
 absl::Status BuildModel(const TrainContext& c, Session& s) {
@@ -201,12 +227,6 @@ absl::Status BuildModel(const TrainContext& c, Session& s) {
     if (!transfers.ok()) return transfers.status();
     s.transfers = std::move(*transfers);
   }
-  // On the CPU, convolutions and what follows them run faster in NHWC
-  // (memory_format.h); on CUDA the layout stays as PyTorch's default. A
-  // model file stays contiguous (ChannelsLastSafe).
-  if (s.device.is_cpu() && s.model->ChannelsLastSafe()) {
-    UseChannelsLast(*s.model);
-  }
   std::vector<torch::Tensor> everything;
   for (NamedTensor& p : s.model->NamedParameters())
     everything.push_back(p.value);
@@ -215,6 +235,7 @@ absl::Status BuildModel(const TrainContext& c, Session& s) {
       !st.ok()) {
     return st;
   }
+  if (absl::Status st = ChooseLayout(c, s); !st.ok()) return st;
   s.params = TrainableParameters(*s.model);
   auto reducer = Reducer::Create(s.params, c.comm,
                                  MakeReducerOptions(c.spec, c.comm->backend()));

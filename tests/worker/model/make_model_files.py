@@ -31,6 +31,8 @@ never switches on); for ScriptModel:
                  named in the extra file gradsync_non_persistent_buffers
   own_loss.pt    Plain with loss(output, target) = 3 * cross-entropy
   bad_loss.pt    Plain with loss(output) (one argument too few)
+  viewed.pt      good.pt's layers, flattened with view() (which a
+                 channels-last activation refuses)
 and printer.pt, whose forward prints and warns terminal escapes and a
 forged line.
 
@@ -160,6 +162,12 @@ class Buffers(Plain):
         return self.fc(x) + self.keep + self.scratch
 
 
+class Viewed(Net):
+    def forward(self, x):
+        out = torch.relu(self.bn(self.conv(x)))
+        return self.fc(out.view(out.size(0), -1))
+
+
 class OwnLoss(Plain):
     @torch.jit.export
     def loss(self, output: torch.Tensor, target: torch.Tensor):
@@ -252,6 +260,7 @@ def main():
                    os.path.join(out, "traced_dropout.pt"))
     torch.jit.save(torch.jit.script(Buffers()), os.path.join(out, "buffers.pt"),
                    _extra_files={"gradsync_non_persistent_buffers": "scratch\n"})
+    torch.jit.save(torch.jit.script(Viewed()), os.path.join(out, "viewed.pt"))
     torch.jit.save(torch.jit.script(OwnLoss()),
                    os.path.join(out, "own_loss.pt"))
     torch.jit.save(torch.jit.script(BadLoss()),

@@ -6,12 +6,15 @@
 // Files from make_model_files.py (Debian's PyTorch; skipped without it).
 #include "worker/model/script_model.h"
 
+#include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
 
 #include "tests/fakes/model_files.h"
+#include "worker/model/layout_probe.h"
+#include "worker/model/memory_format.h"
 
 namespace gradsync {
 namespace {
@@ -81,6 +84,44 @@ TEST_F(ScriptModelTest, APlainModuleTrainsAsAModel) {
   ASSERT_TRUE(narrow.ok());
   EXPECT_EQ((*narrow)->Forward(torch::randn({3, 1, 8, 8})).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ScriptModelTest, ChannelsLastOnlyWhereAProbeShowsTheSameFunction) {
+  // flatten() copies a channels-last activation: the probe agrees.
+  auto flat = Load("good.pt", 10);
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  EXPECT_TRUE(ProbeChannelsLast(**flat, ProbeBatch(2, 1, 8, 8)));
+  const NamedTensor conv = (*flat)->NamedParameters()[0];
+  EXPECT_TRUE(IsChannelsLast(conv.value)) << conv.name;
+  EXPECT_FALSE(conv.value.grad().defined());  // the probe's are cleared
+  // view() refuses one: the module stays contiguous and works as before.
+  auto viewed = Load("viewed.pt", 10);
+  ASSERT_TRUE(viewed.ok()) << viewed.status();
+  EXPECT_FALSE(ProbeChannelsLast(**viewed, ProbeBatch(2, 1, 8, 8)));
+  EXPECT_FALSE(IsChannelsLast((*viewed)->NamedParameters()[0].value));
+  EXPECT_TRUE((*viewed)->Forward(ProbeBatch(3, 1, 8, 8)).ok());
+}
+
+// TorchScript can bypass autocast where graphs are fused; with the
+// executor's optimisation off (ScriptForward), bf16 autocast reaches the
+// module's convolution and linear layers as it does in eager PyTorch.
+TEST_F(ScriptModelTest, Bf16AutocastReachesTheModulesLayers) {
+  auto model = Load("good.pt", 10);
+  ASSERT_TRUE(model.ok()) << model.status();
+  (*model)->SetTraining(false);
+  const torch::Tensor batch = ProbeBatch(4, 1, 8, 8);
+  auto fp32 = (*model)->Forward(batch);
+  ASSERT_TRUE(fp32.ok());
+  at::autocast::set_cpu_enabled(true);
+  at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+  auto bf16 = (*model)->Forward(batch);
+  at::autocast::set_cpu_enabled(false);
+  at::autocast::clear_cache();
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  EXPECT_EQ(fp32->scalar_type(), at::kFloat);
+  EXPECT_EQ(bf16->scalar_type(), at::kBFloat16);
+  EXPECT_FALSE(torch::equal(bf16->to(at::kFloat), *fp32));
+  EXPECT_TRUE(torch::allclose(bf16->to(at::kFloat), *fp32, 0.05, 0.05));
 }
 
 TEST_F(ScriptModelTest, NonPersistentBuffersStayOutOfTheStateDict) {
