@@ -341,6 +341,9 @@ void Task::Run() {
                   {"job_id", a.job_id()},
                   {"attempt", absl::StrCat(a.attempt())},
                   {"host", options_.host}};
+    if (!a.spec().model_file_sha256().empty()) {
+      c.metadata[kModelFileMetadataKey] = a.spec().model_file_sha256();
+    }
     c.shard = [this](int epoch,
                      bool eval) -> absl::StatusOr<std::vector<int64_t>> {
       v1::GetShardRequest request;

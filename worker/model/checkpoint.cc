@@ -350,7 +350,8 @@ absl::StatusOr<std::vector<char>> ReadFileBytes(const std::string& path,
 
 absl::StatusOr<TrainPosition> RestoreCheckpoint(
     const std::vector<char>& bytes, const std::string& name,
-    TrainableModel& model, torch::optim::Optimizer& optimizer) {
+    TrainableModel& model, torch::optim::Optimizer& optimizer,
+    const std::map<std::string, std::string>& must_match) {
   try {
     const IValue loaded = torch::pickle_load(bytes);
     if (!loaded.isGenericDict()) {
@@ -363,6 +364,20 @@ absl::StatusOr<TrainPosition> RestoreCheckpoint(
       if (!checkpoint.contains(key)) {
         return absl::InvalidArgumentError(absl::StrCat(
             name, ": not a gradsync checkpoint (no '", key, "' entry)"));
+      }
+    }
+    for (const auto& [key, want] : must_match) {
+      std::string have;
+      if (checkpoint.contains("metadata")) {
+        const GenericDict meta = checkpoint.at("metadata").toGenericDict();
+        if (meta.contains(key) && meta.at(key).isString()) {
+          have = meta.at(key).toStringRef();
+        }
+      }
+      if (have != want) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            name, ": its ", key, " is '", have.substr(0, 80),
+            "', this job's is '", want, "' (a checkpoint of another model)"));
       }
     }
     if (absl::Status s =

@@ -89,9 +89,13 @@ absl::StatusOr<std::vector<char>> ReadFileBytes(
 
 // Loads a checkpoint's bytes into `model` and `optimizer` (which must be
 // the same model and optimizer type as the writer's) and sets the torch CPU
-// RNG. `name` is used in error messages.
+// RNG. `name` is used in error messages. Before anything is loaded, each
+// key of `must_match` must have that value in the checkpoint's metadata (a
+// missing key counts as ""): FAILED_PRECONDITION naming the key and both
+// values otherwise (a checkpoint of another model file).
 absl::StatusOr<TrainPosition> RestoreCheckpoint(
     const std::vector<char>& bytes, const std::string& name,
-    TrainableModel& model, torch::optim::Optimizer& optimizer);
+    TrainableModel& model, torch::optim::Optimizer& optimizer,
+    const std::map<std::string, std::string>& must_match = {});
 
 }  // namespace gradsync

@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "foundation/text/terminal_text.h"
 #include "worker/model/script_forward.h"
 #include "worker/model/script_module_check.h"
 
@@ -146,17 +147,21 @@ absl::StatusOr<std::unique_ptr<ScriptModel>> LoadScriptModel(
     const ScriptArchiveLimits& limits) {
   if (absl::Status s = CheckScriptArchive(bytes, limits); !s.ok()) return s;
   torch::jit::Module module;
-  torch::jit::ExtraFilesMap extra{{kNonPersistentBuffersFile, ""}};
+  torch::jit::ExtraFilesMap extra{{kNonPersistentBuffersFile, ""},
+                                  {kPyTorchVersionFile, ""}};
   try {
     std::istringstream in{std::string(bytes)};
     module = torch::jit::load(in, torch::kCPU, extra);
   } catch (const std::exception& e) {
     // An op this LibTorch lacks (a module scripted by a newer PyTorch) is
-    // reported here, by name.
+    // reported here, by name. LibTorch reads the extra files first.
+    const std::string by = OneLine(extra[kPyTorchVersionFile].substr(0, 40));
     return absl::FailedPreconditionError(
-        absl::StrCat("model file: LibTorch ", TORCH_VERSION,
-                     " cannot load it (scripted by a newer PyTorch?): ",
-                     FirstLine(e.what())));
+        absl::StrCat("model file: this worker's LibTorch ", TORCH_VERSION,
+                     " cannot load it (scripted by ",
+                     by.empty() ? std::string("a newer PyTorch?")
+                                : absl::StrCat("PyTorch ", by),
+                     "): ", FirstLine(e.what())));
   }
   if (absl::Status s = CheckScriptModule(module); !s.ok()) return s;
   if (absl::Status s = CheckLossMethod(module); !s.ok()) return s;

@@ -33,6 +33,9 @@ namespace gradsync {
 
 inline constexpr char kNonPersistentBuffersFile[] =
     "gradsync_non_persistent_buffers";
+// The PyTorch version that scripted the module (torch.__version__), when
+// the uploader recorded it: named when this LibTorch cannot load the file.
+inline constexpr char kPyTorchVersionFile[] = "gradsync_pytorch_version";
 
 // The largest model file a trainer reads (ScriptArchiveLimits caps what
 // its entries inflate to).

@@ -69,7 +69,13 @@ absl::StatusOr<TrainPosition> ResumeFromCheckpoint(
     torch::optim::Optimizer& optimizer) {
   ResumeBytes r = ReadOnRankZero(c);
   if (absl::Status s = BroadcastBytes(c, r); !s.ok()) return s;
-  auto position = RestoreCheckpoint(r.bytes, r.name, model, optimizer);
+  // A job that trains a model file resumes only from that file's
+  // checkpoints, and a built-in model only from one of a built-in model.
+  const auto digest = c.metadata.find(kModelFileMetadataKey);
+  auto position =
+      RestoreCheckpoint(r.bytes, r.name, model, optimizer,
+                        {{kModelFileMetadataKey,
+                          digest == c.metadata.end() ? "" : digest->second}});
   if (!position.ok()) return position.status();
   if (c.resume_remaining) {
     // The coordinator's shards of this epoch hold only what is left.

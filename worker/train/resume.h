@@ -5,6 +5,8 @@
 // model, optimizer and RNG from them. A mid-epoch position needs the writer's
 // world size and batch size (FAILED_PRECONDITION naming both otherwise), except
 // after an elastic restart, whose shards already leave out what was committed.
+// A job training a model file resumes only from a checkpoint of the same
+// file (the digest in both metadata; FAILED_PRECONDITION otherwise).
 // Thread safety: the training thread; a collective, so every rank calls it.
 #pragma once
 

@@ -25,6 +25,8 @@ namespace gradsync {
 
 class HostToDevice;  // worker/train/device_feeder.h
 
+inline constexpr char kModelFileMetadataKey[] = "model_file_sha256";
+
 struct TrainContext {
   TrainSpec spec;
   int rank = 0;
@@ -74,7 +76,9 @@ struct TrainContext {
   // When set, a model file's bytes (spec.model_file) pass this before they
   // load: the agent checks their SHA-256 against the job's digest.
   std::function<absl::Status(absl::string_view bytes)> verify_model_file;
-  // Written into checkpoints (torchrun names, job id, ...).
+  // Written into checkpoints (torchrun names, job id, ...); under
+  // kModelFileMetadataKey the SHA-256 of the job's model file, which a
+  // resume must match (resume.h).
   std::map<std::string, std::string> metadata;
 };
 

@@ -95,6 +95,34 @@ TEST_F(CheckpointTest, TheFileNamesNoTorchScriptHelpers) {
   EXPECT_TRUE(RestoreCheckpoint(*bytes, *path, *trainable_, *optimizer_).ok());
 }
 
+// A job that trains a model file resumes only from that file's checkpoint:
+// another digest (or none) is refused before any weight is touched.
+TEST_F(CheckpointTest, MetadataThatMustMatchIsCheckedBeforeLoading) {
+  auto path = WriteCheckpoint(*trainable_, *optimizer_, TrainPosition{},
+                              {{"model_file_sha256", "aaa"}}, dir_);
+  ASSERT_TRUE(path.ok()) << path.status();
+  auto bytes = ReadFileBytes(*path);
+  ASSERT_TRUE(bytes.ok());
+  const torch::Tensor before = model_->parameters()[0].clone();
+  {
+    torch::NoGradGuard no_grad;
+    model_->parameters()[0].add_(1);
+  }
+  for (const char* other : {"bbb", ""}) {
+    auto refused = RestoreCheckpoint(*bytes, *path, *trainable_, *optimizer_,
+                                     {{"model_file_sha256", other}});
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(refused.status().message().find("its model_file_sha256 is 'aaa'"),
+              std::string::npos)
+        << refused.status();
+  }
+  EXPECT_TRUE(torch::equal(model_->parameters()[0], before + 1));
+  EXPECT_TRUE(RestoreCheckpoint(*bytes, *path, *trainable_, *optimizer_,
+                                {{"model_file_sha256", "aaa"}})
+                  .ok());
+  EXPECT_TRUE(torch::equal(model_->parameters()[0], before));
+}
+
 // Finding: two jobs sharing a directory overwrote each other, resuming from
 // it took another job's latest, the temporary file was opened through
 // links, and resume_from was read whole whatever its size.

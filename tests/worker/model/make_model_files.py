@@ -15,6 +15,8 @@ with Debian's PyTorch:
   classes.pt     good.pt with data.pkl building a __torch__.torch.classes object
   stranger.pt    good.pt with data.pkl naming a __torch__ class no code defines
   version.pt     good.pt claiming file format version 99
+  newer_op.pt    good.pt calling an op this LibTorch lacks, recorded as
+                 scripted by PyTorch 9.9.0
 and four that pass the archive checks but not the module's (made safe to
 load, refused before their code runs):
   save_forward.pt  forward writes DIR/leak with torch.save (save_forward.proof
@@ -233,6 +235,16 @@ def main():
     rewrite(good, os.path.join(out, "stranger.pt"), replace={
         "data.pkl": b"\x80\x02c__torch__\nStranger\n)\x81}b."})
     rewrite(good, os.path.join(out, "version.pt"), replace={"version": b"99\n"})
+    # As a newer PyTorch would write it: an op this LibTorch lacks, and the
+    # version that scripted it recorded as the uploader records it.
+    with zipfile.ZipFile(good) as z:
+        code = next(n for n in z.namelist() if n.endswith("code/__torch__.py"))
+        source = z.read(code)
+    rewrite(good, os.path.join(out, "newer_op.pt"),
+            replace={code.split("/", 1)[1]:
+                     source.replace(b"torch.relu(", b"torch.gradsync_future_op(")},
+            add={"extra/gradsync_pytorch_version": (b"9.9.0",
+                                                    zipfile.ZIP_STORED)})
     leak = os.path.join(out, "leak")
     forward = torch.jit.script(SaveForward(leak))
     forward(torch.ones(1, 4))  # what running it unchecked does

@@ -48,6 +48,8 @@ TEST_F(ScriptModelTest, EveryHostileFileIsRefusedBeforeItsCodeRuns) {
        "constant 'train'"},
       {"bad_loss.pt", absl::StatusCode::kInvalidArgument,
        "loss must take (self, Tensor output, Tensor target)"},
+      {"newer_op.pt", absl::StatusCode::kFailedPrecondition,
+       "scripted by PyTorch 9.9.0): "},
   };
   for (const auto& c : cases) {
     auto loaded = Load(c.file);
