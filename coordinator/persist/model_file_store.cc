@@ -56,11 +56,7 @@ absl::StatusOr<std::unique_ptr<ModelFileStore>> ModelFileStore::Open(
                      ec ? ec.message() : std::strerror(errno)));
   }
   std::unique_ptr<ModelFileStore> store(new ModelFileStore(dir, max_uploads));
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    if (e.path().filename().string().rfind(kTmpPrefix, 0) == 0) {
-      fs::remove(e.path(), ec);
-    }
-  }
+  RemoveStagedFiles(dir, kTmpPrefix);
   absl::MutexLock lock(&store->mu_);
   store->LoadIndex();
   return store;
@@ -122,16 +118,7 @@ absl::StatusOr<std::unique_ptr<ModelFileStore::Upload>> ModelFileStore::Begin(
         absl::StrCat("model file upload: size must be in (0, ", max_bytes,
                      "] bytes (got ", size, ")"));
   }
-  {
-    absl::MutexLock lock(&mu_);
-    if (uploads_ >= max_uploads_) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "model file upload: ", uploads_,
-          " uploads are in progress, the most this coordinator takes at "
-          "once; try again later"));
-    }
-    ++uploads_;
-  }
+  if (absl::Status s = slots_.Take(); !s.ok()) return s;
   ModelFileInfo info;
   info.name = CleanName(name);
   info.size = size;
@@ -145,10 +132,7 @@ absl::StatusOr<std::unique_ptr<ModelFileStore::Upload>> ModelFileStore::Begin(
       new Upload(this, std::move(info), *std::move(file)));
 }
 
-void ModelFileStore::EndUpload() {
-  absl::MutexLock lock(&mu_);
-  --uploads_;
-}
+void ModelFileStore::EndUpload() { slots_.Release(); }
 
 ModelFileStore::Upload::~Upload() { store_->EndUpload(); }
 

@@ -29,6 +29,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "coordinator/persist/staged_file.h"
+#include "coordinator/persist/upload_slots.h"
 
 namespace gradsync {
 
@@ -92,7 +93,7 @@ class ModelFileStore {
 
  private:
   ModelFileStore(std::string dir, int max_uploads)
-      : dir_(std::move(dir)), max_uploads_(max_uploads) {}
+      : dir_(std::move(dir)), slots_("model file", max_uploads) {}
   void LoadIndex() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WriteIndex() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<ModelFileInfo> Publish(ModelFileInfo info,
@@ -100,10 +101,9 @@ class ModelFileStore {
   void EndUpload();
 
   const std::string dir_;
-  const int max_uploads_;
+  UploadSlots slots_;
   absl::Mutex mu_;
   std::vector<ModelFileInfo> index_ ABSL_GUARDED_BY(mu_);
-  int uploads_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace gradsync

@@ -51,12 +51,7 @@ absl::StatusOr<std::unique_ptr<SnapshotStore>> SnapshotStore::Open(
   }
   std::unique_ptr<SnapshotStore> store(
       new SnapshotStore(dir, retention, max_uploads));
-  // Uploads that were in flight when the process stopped.
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    if (e.path().filename().string().rfind(kTmpPrefix, 0) == 0) {
-      fs::remove(e.path(), ec);
-    }
-  }
+  RemoveStagedFiles(dir, kTmpPrefix);
   absl::MutexLock lock(&store->mu_);
   store->LoadIndex();
   store->LoadPins();
@@ -209,16 +204,7 @@ absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> SnapshotStore::Begin(
         absl::StrCat("snapshot upload: size must be in (0, ", max_bytes,
                      "] bytes (got ", info.size, ")"));
   }
-  {
-    absl::MutexLock lock(&mu_);
-    if (uploads_ >= max_uploads_) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "snapshot upload: ", uploads_,
-          " uploads are in progress, the most this coordinator takes at "
-          "once; try again later"));
-    }
-    ++uploads_;
-  }
+  if (absl::Status s = slots_.Take(); !s.ok()) return s;
   auto file = StagedFile::Create(dir_, kTmpPrefix, info.size, "snapshot",
                                  Describe(info));
   if (!file.ok()) {
@@ -231,10 +217,7 @@ absl::StatusOr<std::unique_ptr<SnapshotStore::Upload>> SnapshotStore::Begin(
 
 SnapshotStore::Upload::~Upload() { store_->EndUpload(); }
 
-void SnapshotStore::EndUpload() {
-  absl::MutexLock lock(&mu_);
-  --uploads_;
-}
+void SnapshotStore::EndUpload() { slots_.Release(); }
 
 absl::Status SnapshotStore::Upload::Append(int64_t offset,
                                            absl::string_view data) {

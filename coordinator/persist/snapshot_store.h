@@ -37,6 +37,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "coordinator/persist/staged_file.h"
+#include "coordinator/persist/upload_slots.h"
 
 namespace gradsync {
 
@@ -155,7 +156,7 @@ class SnapshotStore {
   SnapshotStore(std::string dir, SnapshotRetention retention, int max_uploads)
       : dir_(std::move(dir)),
         retention_(retention),
-        max_uploads_(max_uploads) {}
+        slots_("snapshot", max_uploads) {}
   void LoadIndex() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LoadPins() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Both files; errors are logged (the in-memory state stays right, and the
@@ -178,7 +179,7 @@ class SnapshotStore {
 
   const std::string dir_;
   const SnapshotRetention retention_;
-  const int max_uploads_;
+  UploadSlots slots_;
   absl::Mutex mu_;
   std::vector<SnapshotInfo> index_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, PinTarget> pins_ ABSL_GUARDED_BY(mu_);  // by owner
@@ -186,7 +187,6 @@ class SnapshotStore {
   // Each job's retention as its last upload asked (in memory; the store's
   // default after a restart).
   std::map<std::string, SnapshotRetention> retention_of_ ABSL_GUARDED_BY(mu_);
-  int uploads_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace gradsync

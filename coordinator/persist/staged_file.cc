@@ -7,8 +7,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace gradsync {
@@ -33,6 +35,16 @@ absl::Status StorageError(absl::string_view kind, absl::string_view what,
 
 bool IsStorageError(const absl::Status& status) {
   return status.GetPayload(kStoragePayload).has_value();
+}
+
+void RemoveStagedFiles(const std::string& dir, absl::string_view prefix) {
+  std::error_code ec;
+  for (const std::filesystem::directory_entry& e :
+       std::filesystem::directory_iterator(dir, ec)) {
+    if (absl::StartsWith(e.path().filename().string(), prefix)) {
+      std::filesystem::remove(e.path(), ec);
+    }
+  }
 }
 
 absl::StatusOr<std::unique_ptr<StagedFile>> StagedFile::Create(

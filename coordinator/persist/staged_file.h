@@ -34,6 +34,10 @@ absl::Status StorageError(absl::string_view kind, absl::string_view what,
                           int err);
 bool IsStorageError(const absl::Status& status);
 
+// Removes the staged files under `dir` whose names start with `prefix`:
+// uploads that were in flight when the process stopped.
+void RemoveStagedFiles(const std::string& dir, absl::string_view prefix);
+
 class StagedFile {
  public:
   static absl::StatusOr<std::unique_ptr<StagedFile>> Create(

@@ -46,6 +46,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "coordinator/control/coordinator.h"
+#include "coordinator/persist/model_file_store.h"
 #include "coordinator/persist/snapshot_store.h"
 #include "coordinator/server/auth.h"
 #include "coordinator/server/call_gate.h"
@@ -92,6 +93,13 @@ SnapshotStore& Snapshots() {
   static SnapshotStore* store =
       SnapshotStore::Open(DataRoot() + "/snapshots", SnapshotRetention())
           ->release();
+  return *store;
+}
+
+// And one model file store.
+ModelFileStore& ModelFiles() {
+  static ModelFileStore* store =
+      ModelFileStore::Open(DataRoot() + "/model-files")->release();
   return *store;
 }
 
@@ -144,10 +152,12 @@ World MakeWorld() {
   world.auth = std::make_unique<Authenticator>(
       AuthTokens{kUserToken, kWorkerToken, false});
   world.gate = std::make_unique<CallGate>(16);
-  world.jobs = std::make_unique<JobServiceImpl>(&c, world.auth.get(),
-                                                &Snapshots(), world.gate.get());
+  world.jobs = std::make_unique<JobServiceImpl>(
+      &c, world.auth.get(), &Snapshots(), &ModelFiles(), int64_t{1} << 20,
+      world.gate.get());
   world.workers = std::make_unique<WorkerServiceImpl>(
-      &c, world.auth.get(), &Snapshots(), int64_t{1} << 20, world.gate.get());
+      &c, world.auth.get(), &Snapshots(), int64_t{1} << 20, &ModelFiles(),
+      world.gate.get());
   return world;
 }
 
@@ -400,7 +410,7 @@ void RunService(World& w, uint8_t selector, const uint8_t* data, size_t size) {
   Coordinator& c = *w.coordinator;
   const bool creds = selector & 0x80;
   const int call = selector & 0x1f;
-  const bool user_call = call <= 4 || call == 16 || call == 17;
+  const bool user_call = call <= 4 || call == 16 || call == 17 || call == 20;
   grpc::ServerContext ctx;
   grpc::testing::ServerContextTestSpouse spouse(&ctx);
   if (creds) {
@@ -636,6 +646,17 @@ void RunService(World& w, uint8_t selector, const uint8_t* data, size_t size) {
           !own) {
         Violation(absl::StrCat("Deregister succeeded for worker '",
                                r.task().worker_id(), "' without its key"));
+      }
+      break;
+    }
+    case 20: {
+      // No model file was uploaded: deleting one never succeeds, whatever
+      // the digest says.
+      v1::DeleteModelFileRequest r;
+      v1::DeleteModelFileResponse out;
+      if (!Parse(data, size, &r)) break;
+      if (Succeeded(w.jobs->DeleteModelFile(&ctx, &r, &out), creds, call)) {
+        Violation("DeleteModelFile succeeded with nothing stored");
       }
       break;
     }

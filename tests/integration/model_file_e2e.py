@@ -20,38 +20,17 @@ import json
 import os
 import shutil
 import sys
-from typing import Tuple
-
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "parity"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "worker",
+                                "model"))
 from e2e_train import Cluster  # noqa: E402
+# Its __setstate__ writes a file when torch.jit.load runs it.
+from make_model_files import Hooked  # noqa: E402
 from script_model_parity import (Net, accuracy, make_folder,  # noqa: E402
                                  same_outputs)
-
-
-class WritesWhenLoaded(torch.nn.Module):
-    """torch.jit.load runs __setstate__, which writes `path`."""
-
-    def __init__(self, path: str):
-        super().__init__()
-        self.w = torch.nn.Parameter(torch.zeros(28 * 28, 10))
-        self.path = path
-
-    def forward(self, x):
-        return x.flatten(1) @ self.w
-
-    @torch.jit.export
-    def __getstate__(self):
-        return (self.w, self.training, self.path)
-
-    @torch.jit.export
-    def __setstate__(self, state: Tuple[torch.Tensor, bool, str]):
-        torch.save(state[0], state[2])
-        self.w = state[0]
-        self.training = state[1]
-        self.path = state[2]
 
 
 class SavesInForward(torch.nn.Module):
@@ -89,7 +68,7 @@ def main():
     pwned = os.path.join(work, "pwned")
     leak = os.path.join(work, "leak")
     hostile = {
-        "setstate.pt": (torch.jit.script(WritesWhenLoaded(pwned)),
+        "setstate.pt": (torch.jit.script(Hooked(pwned)),
                         "__setstate__"),
         "save_forward.pt": (torch.jit.script(SavesInForward(leak)),
                             "aten::save"),
