@@ -363,22 +363,18 @@ absl::StatusOr<v1::ModelFileMeta> Cli::UploadModelFile(
   auto writer = stub_->UploadModelFile(&context, &stored);
   v1::ModelFileMeta meta;
   meta.set_name(std::filesystem::path(path).filename().string());
-  absl::Status sent = WriteFileChunks<v1::ModelFileChunk>(
-      path, "model",
-      [&](v1::ModelFileChunk* chunk, int64_t size) {
-        meta.set_size_bytes(size);
-        *chunk->mutable_meta() = meta;
-      },
-      [](v1::ModelFileChunk* chunk) { chunk->clear_meta(); },
-      [&](const v1::ModelFileChunk& chunk) { return writer->Write(chunk); });
-  if (!sent.ok() && !absl::IsCancelled(sent)) {
-    context.TryCancel();  // the coordinator keeps nothing of it
-    (void)writer->Finish();
-    return sent;
-  }
-  // A failed write ended the stream; Finish() says why.
-  writer->WritesDone();
-  if (absl::Status s = FromGrpcStatus(writer->Finish()); !s.ok()) return s;
+  absl::Status sent = FinishUpload<v1::ModelFileChunk>(
+      context, *writer,
+      [&](const std::function<bool(const v1::ModelFileChunk&)>& write) {
+        return WriteFileChunks<v1::ModelFileChunk>(
+            path, "model",
+            [&](v1::ModelFileChunk* chunk, int64_t size) {
+              meta.set_size_bytes(size);
+              *chunk->mutable_meta() = meta;
+            },
+            [](v1::ModelFileChunk* chunk) { chunk->clear_meta(); }, write);
+      });
+  if (!sent.ok()) return sent;
   return stored;
 }
 

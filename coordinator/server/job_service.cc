@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "coordinator/server/model_file_rpc.h"
@@ -23,13 +24,12 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* context,
     absl::MutexLock lock(&submitting_mu_);
     ++submitting_[digest];
   }
-  auto submitted = [this, &digest] {
+  absl::Cleanup submitted = [this, &digest] {
     if (digest.empty()) return;
     absl::MutexLock lock(&submitting_mu_);
     if (--submitting_[digest] == 0) submitting_.erase(digest);
   };
   if (absl::Status s = CheckModelFile(&spec); !s.ok()) {
-    submitted();
     return ToGrpcStatus(s);
   }
   // The snapshot a job resumes from is pinned before the job exists (so
@@ -37,7 +37,6 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* context,
   const std::string submitting = absl::StrCat(
       SnapshotStore::kTransientOwnerPrefix, next_submission_.fetch_add(1));
   if (absl::Status s = PinResumeSnapshot(submitting, &spec); !s.ok()) {
-    submitted();
     return ToGrpcStatus(s);
   }
   // The data set's scan ends with the call: at its deadline, or when the
@@ -54,7 +53,6 @@ grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* context,
         .IgnoreError();
   }
   snapshots_->Unpin(submitting);
-  submitted();
   return Reply(std::move(job), response);
 }
 

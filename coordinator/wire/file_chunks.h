@@ -9,6 +9,12 @@
 // cannot be opened or read to its end; CANCELLED when `write` returned
 // false (the stream's Finish() says why).
 //
+// FinishUpload ends a client-streaming upload whose chunks `send` writes
+// to `writer` (through WriteFileChunks or a wrapper of it): when `send`
+// could not read the file, the call is cancelled (the server keeps nothing
+// of it) and that error returned; otherwise (also when a write failed,
+// which ends the stream) the call's own status.
+//
 // ReadChunkStream puts a received stream back together into *meta and
 // *data: the stream's own error (its gRPC code), or DATA_LOSS for a chunk
 // out of order or bytes whose size or SHA-256 differ from the meta.
@@ -82,6 +88,23 @@ absl::Status WriteFileChunks(
   } while (offset < size);
   CloseChunks(fd);
   return status;
+}
+
+template <typename Chunk>
+absl::Status FinishUpload(
+    grpc::ClientContext& context, grpc::ClientWriterInterface<Chunk>& writer,
+    const std::function<
+        absl::Status(const std::function<bool(const Chunk&)>& write)>& send) {
+  absl::Status sent =
+      send([&writer](const Chunk& chunk) { return writer.Write(chunk); });
+  if (!sent.ok() && !absl::IsCancelled(sent)) {
+    context.TryCancel();
+    (void)writer.Finish();
+    return sent;
+  }
+  // A failed write ended the stream; Finish() says why.
+  writer.WritesDone();
+  return FromGrpcStatus(writer.Finish());
 }
 
 template <typename Chunk, typename Meta>

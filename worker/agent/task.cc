@@ -127,47 +127,39 @@ absl::Status Task::UploadSnapshot(const v1::CheckpointCommit& commit) {
   meta.set_epoch(commit.epoch());
   meta.set_epoch_batch(commit.epoch_batch());
   meta.set_accuracy(accuracy_);
-  absl::Status sent = WriteSnapshotFile(
-      commit.path(), meta, worker_id_, assignment_.attempt(),
-      [&](const v1::SnapshotChunk& chunk) { return writer->Write(chunk); });
-  if (!sent.ok() && !absl::IsCancelled(sent)) {
-    ctx->TryCancel();  // the coordinator keeps nothing of it
-    (void)writer->Finish();
-    return sent;
-  }
-  // A failed write ended the stream; Finish() says why.
-  writer->WritesDone();
-  return FromGrpcStatus(writer->Finish());
+  return FinishUpload<v1::SnapshotChunk>(
+      *ctx, *writer,
+      [&](const std::function<bool(const v1::SnapshotChunk&)>& write) {
+        return WriteSnapshotFile(commit.path(), meta, worker_id_,
+                                 assignment_.attempt(), write);
+      });
 }
 
 absl::Status Task::UploadTrainedModel(const std::string& path) {
   auto ctx = CallContext(absl::Minutes(5), worker_key_);
   v1::ModelFileMeta stored;
   auto writer = stub_->UploadTrainedModel(ctx.get(), &stored);
-  absl::Status sent = WriteFileChunks<v1::ModelFileChunk>(
-      path, "trained model",
-      [&](v1::ModelFileChunk* chunk, int64_t size) {
-        v1::ModelFileMeta* meta = chunk->mutable_meta();
-        meta->set_name(absl::StrCat(assignment_.job_id(), "-trained.pt"));
-        meta->set_size_bytes(size);
-        chunk->set_worker_id(worker_id_);
-        chunk->set_job_id(assignment_.job_id());
-        chunk->set_attempt(assignment_.attempt());
-      },
-      [](v1::ModelFileChunk* chunk) {
-        chunk->clear_meta();
-        chunk->clear_worker_id();
-        chunk->clear_job_id();
-        chunk->clear_attempt();
-      },
-      [&](const v1::ModelFileChunk& chunk) { return writer->Write(chunk); });
-  if (!sent.ok() && !absl::IsCancelled(sent)) {
-    ctx->TryCancel();
-    (void)writer->Finish();
-    return sent;
-  }
-  writer->WritesDone();
-  return FromGrpcStatus(writer->Finish());
+  return FinishUpload<v1::ModelFileChunk>(
+      *ctx, *writer,
+      [&](const std::function<bool(const v1::ModelFileChunk&)>& write) {
+        return WriteFileChunks<v1::ModelFileChunk>(
+            path, "trained model",
+            [&](v1::ModelFileChunk* chunk, int64_t size) {
+              v1::ModelFileMeta* meta = chunk->mutable_meta();
+              meta->set_name(absl::StrCat(assignment_.job_id(), "-trained.pt"));
+              meta->set_size_bytes(size);
+              chunk->set_worker_id(worker_id_);
+              chunk->set_job_id(assignment_.job_id());
+              chunk->set_attempt(assignment_.attempt());
+            },
+            [](v1::ModelFileChunk* chunk) {
+              chunk->clear_meta();
+              chunk->clear_worker_id();
+              chunk->clear_job_id();
+              chunk->clear_attempt();
+            },
+            write);
+      });
 }
 
 absl::StatusOr<std::string> Task::DownloadModelFile() {

@@ -76,7 +76,8 @@ ScriptModel::ScriptModel(torch::jit::Module module, int64_t outputs,
                          std::set<std::string> non_persistent_buffers)
     : module_(std::move(module)),
       outputs_(outputs),
-      non_persistent_(std::move(non_persistent_buffers)) {}
+      non_persistent_(std::move(non_persistent_buffers)),
+      has_loss_(module_.find_method("loss").has_value()) {}
 
 absl::StatusOr<torch::Tensor> ScriptModel::Forward(const torch::Tensor& batch) {
   return ScriptForward(module_, batch, outputs_);
@@ -117,9 +118,7 @@ absl::Status ScriptModel::ExportTorchScript(const std::string& path) {
   return absl::OkStatus();
 }
 
-bool ScriptModel::HasLoss() const {
-  return module_.find_method("loss").has_value();
-}
+bool ScriptModel::HasLoss() const { return has_loss_; }
 
 absl::StatusOr<torch::Tensor> ScriptModel::Loss(const torch::Tensor& output,
                                                 const torch::Tensor& target) {
@@ -167,16 +166,19 @@ absl::StatusOr<std::unique_ptr<ScriptModel>> LoadScriptModel(
   if (absl::Status s = CheckLossMethod(module); !s.ok()) return s;
   std::set<std::string> non_persistent =
       NamesIn(extra[kNonPersistentBuffersFile]);
+  std::set<std::string> buffers;
   for (const auto& b : module.named_buffers(/*recurse=*/true)) {
-    non_persistent.erase(b.name);
+    buffers.insert(b.name);
   }
-  if (!non_persistent.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model file: ", kNonPersistentBuffersFile,
-        " names a buffer the module does not have: ", *non_persistent.begin()));
+  for (const std::string& name : non_persistent) {
+    if (buffers.count(name) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model file: ", kNonPersistentBuffersFile,
+                       " names a buffer the module does not have: ", name));
+    }
   }
-  return std::make_unique<ScriptModel>(
-      std::move(module), outputs, NamesIn(extra[kNonPersistentBuffersFile]));
+  return std::make_unique<ScriptModel>(std::move(module), outputs,
+                                       std::move(non_persistent));
 }
 
 }  // namespace gradsync

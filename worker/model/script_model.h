@@ -67,6 +67,8 @@ class ScriptModel : public TrainableModel {
   torch::jit::Module module_;
   const int64_t outputs_;
   const std::set<std::string> non_persistent_;
+  // Whether the module defines loss(): asked every step, fixed once loaded.
+  const bool has_loss_;
 };
 
 absl::StatusOr<std::unique_ptr<ScriptModel>> LoadScriptModel(
