@@ -15,16 +15,19 @@ absl::Status StatusFromException(const std::exception& e,
     return absl::ResourceExhaustedError(
         absl::StrCat(doing, ": out of memory (", e.what(), ")"));
   }
-  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) {
-    const std::string what = c10->what_without_backtrace();
-    // DefaultCPUAllocator / CUDA caching allocator failures.
-    const bool memory = absl::StrContains(what, "can't allocate memory") ||
-                        absl::StrContains(what, "out of memory");
-    const std::string message = absl::StrCat(doing, ": ", what);
-    return memory ? absl::ResourceExhaustedError(message)
-                  : absl::InternalError(message);
-  }
-  return absl::InternalError(absl::StrCat(doing, ": ", e.what()));
+  // c10::Error without its C++ backtrace; the TorchScript interpreter
+  // rethrows what a scripted op threw as a std::runtime_error carrying the
+  // message (and the script's traceback).
+  const auto* c10 = dynamic_cast<const c10::Error*>(&e);
+  const std::string what =
+      c10 != nullptr ? c10->what_without_backtrace() : std::string(e.what());
+  // DefaultCPUAllocator, the CUDA caching allocator and the worker's
+  // tensor memory limit (worker/train/host_tensor_limit.h).
+  const bool memory = absl::StrContains(what, "can't allocate memory") ||
+                      absl::StrContains(what, "out of memory");
+  const std::string message = absl::StrCat(doing, ": ", what);
+  return memory ? absl::ResourceExhaustedError(message)
+                : absl::InternalError(message);
 }
 
 }  // namespace gradsync

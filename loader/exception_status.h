@@ -15,9 +15,9 @@
 
 namespace gradsync {
 
-// RESOURCE_EXHAUSTED for std::bad_alloc and LibTorch's allocation failures,
-// INTERNAL otherwise; the message is "<doing>: <what>" (c10::Error without
-// its C++ backtrace).
+// RESOURCE_EXHAUSTED for std::bad_alloc and LibTorch's allocation failures
+// (also when a TorchScript op's failure carries them), INTERNAL otherwise; the
+// message is "<doing>: <what>" (c10::Error without its C++ backtrace).
 absl::Status StatusFromException(const std::exception& e,
                                  absl::string_view doing);
 

@@ -139,6 +139,11 @@ CommandLine::CommandLine()
   submit->add_option(
       "--collective-timeout-ms", f.collective_timeout_ms,
       "deadline of each collective" + dflt(d.collective_timeout_ms()));
+  submit->add_option("--step-timeout-ms", f.step_timeout_ms,
+                     "longest the model may take over one step's forward and "
+                     "backward; past it the rank's worker reports the step "
+                     "and exits for its supervisor to restart" +
+                         dflt(d.step_timeout_ms()));
   submit->add_option("--grad-accumulation", f.grad_accumulation,
                      "batches per synchronised optimizer step" +
                          dflt(d.grad_accumulation_steps()));

@@ -36,6 +36,7 @@ const std::vector<FlagField>& SubmitFlagFields() {
       {"--resume-from", "checkpoint.resume_from"},
       {"--resume-snapshot", "checkpoint.resume_snapshot_job"},
       {"--collective-timeout-ms", "collective_timeout_ms"},
+      {"--step-timeout-ms", "step_timeout_ms"},
       {"--grad-accumulation", "grad_accumulation_steps"},
       {"--compression", "gradient_compression"},
       {"--precision", "precision"},

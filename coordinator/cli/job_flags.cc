@@ -128,6 +128,7 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const JobFlags& f) {
   if (f.collective_timeout_ms) {
     spec.set_collective_timeout_ms(*f.collective_timeout_ms);
   }
+  if (f.step_timeout_ms) spec.set_step_timeout_ms(*f.step_timeout_ms);
   // What a job needs and has no default, named as the user types it (the
   // coordinator would name the JobSpec field and say "got 0"). A value
   // given, even a bad one, is the coordinator's to judge.

@@ -26,7 +26,7 @@ struct JobFlags {
   std::optional<double> lr, momentum, weight_decay,
       restart_wait_s;  // --restart-wait SECONDS
   std::optional<int64_t> seed, checkpoint_interval, collective_timeout_ms,
-      bucket_cap_bytes;
+      step_timeout_ms, bucket_cap_bytes;
   bool no_shuffle = false;
   bool drop_last = false;
 };

@@ -88,6 +88,7 @@ void ApplyJobSpecDefaults(v1::JobSpec* spec) {
   if (spec->collective_timeout_ms() == 0) {
     spec->set_collective_timeout_ms(60000);
   }
+  if (spec->step_timeout_ms() == 0) spec->set_step_timeout_ms(600000);
   if (spec->grad_accumulation_steps() == 0)
     spec->set_grad_accumulation_steps(1);
   // bucket_cap_bytes 0 stays: each rank picks by backend
@@ -241,6 +242,11 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec, int max_world_size) {
     return Invalid(
         "collective_timeout_ms",
         absl::StrCat("must be >= 1 (got ", spec.collective_timeout_ms(), ")"));
+  }
+  if (spec.step_timeout_ms() < 1) {
+    return Invalid(
+        "step_timeout_ms",
+        absl::StrCat("must be >= 1 (got ", spec.step_timeout_ms(), ")"));
   }
   if (spec.grad_accumulation_steps() < 1) {
     return Invalid("grad_accumulation_steps",

@@ -66,16 +66,24 @@ class Cluster:
         # With --http-listen: the monitoring port (after the gRPC one).
         self.http_port = None
         self.coord = self._start_coordinator("127.0.0.1:0")
+        self.worker_env, self.worker_args = worker_env, list(worker_args)
         self.workers_procs = []
-        for i in range(workers):
-            wlog = open(os.path.join(work, f"worker{i}.log"), "w+")
-            self.logs.append(wlog)
-            self.workers_procs.append(subprocess.Popen(
-                [f"{bin_dir}/gradsync-worker", "-c", self.address,
-                 "--log-every", "10", "--checkpoint-root", work]
-                + list(worker_args), stdout=wlog,
-                stderr=wlog, env=worker_env))
-        self.procs += self.workers_procs
+        for _ in range(workers):
+            self.start_worker()
+
+    def start_worker(self):
+        """One more gradsync-worker (as a supervisor restarts one), logging
+        to worker<i>.log; returns its process."""
+        i = len(self.workers_procs)
+        wlog = open(os.path.join(self.work, f"worker{i}.log"), "w+")
+        self.logs.append(wlog)
+        proc = subprocess.Popen(
+            [f"{self.bin}/gradsync-worker", "-c", self.address,
+             "--log-every", "10", "--checkpoint-root", self.work]
+            + self.worker_args, stdout=wlog, stderr=wlog, env=self.worker_env)
+        self.workers_procs.append(proc)
+        self.procs.append(proc)
+        return proc
 
     def _start_coordinator(self, listen):
         coord = subprocess.Popen(self.coord_args + ["--listen", listen],

@@ -13,7 +13,13 @@ workers (issue 40, part 2):
   * hostile model files (a __setstate__ that writes a file when loaded, a
     forward that saves a tensor, a module traced in eval mode) fail their
     job at once, without restarts, naming the reason; nothing is written,
-    and the same workers then train a good job.
+    and the same workers then train a good job;
+  * what the checks cannot bound is bounded while the model runs: a forward
+    that holds more than the workers' --memory-limit-mb fails its job with
+    RESOURCE_EXHAUSTED and the workers stay up; a forward that never ends
+    fails its job at the step timeout, naming the step, and its workers
+    exit (code 70) for their supervisor, here this test, to restart; the
+    restarted workers train a good job.
 
 Usage: model_file_e2e.py BIN_DIR WORK_DIR"""
 import json
@@ -28,7 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "worker",
                                 "model"))
 from e2e_train import Cluster  # noqa: E402
 # Its __setstate__ writes a file when torch.jit.load runs it.
-from make_model_files import Hooked  # noqa: E402
+from make_model_files import Hooked, Hungry, Spins  # noqa: E402
 from script_model_parity import (Net, accuracy, make_folder,  # noqa: E402
                                  same_outputs)
 
@@ -48,11 +54,52 @@ def status(cluster, job):
     return json.loads(cluster.cli("--json", "status", job).stdout)
 
 
-def submit(cluster, data, model_file, name):
+def submit(cluster, data, model_file, name, *flags):
     out = cluster.cli("--json", "submit", "--name", name, "--dataset", data,
                       "--eval-split", "test", "--model-file", model_file,
-                      "--batch-size", "20", "-n", "2").stdout
+                      "--batch-size", "20", "-n", "2", *flags).stdout
     return json.loads(out)["id"]
+
+
+def failed_job(cluster, data, model_file, name, *flags):
+    """Submits `model_file`, waits for the job to end; its status, which
+    must be FAILED after one attempt."""
+    job = submit(cluster, data, model_file, name, *flags)
+    cluster.cli("watch", job, timeout=300, check=False)
+    failed = status(cluster, job)
+    assert failed["state"] == "JOB_STATE_FAILED", failed
+    assert len(failed.get("attempts", [])) == 1, failed["attempts"]
+    return failed
+
+
+def check_limits(cluster, work, data):
+    """The memory limit and the step timeout, each failing its job; then
+    the workers (restarted where the timeout ended them) train again."""
+    hungry = os.path.join(work, "hungry.pt")  # 1 GiB a forward
+    torch.jit.save(torch.jit.script(Hungry(1 << 28, 28 * 28, 10)), hungry)
+    failed = failed_job(cluster, data, hungry, "hungry", "--max-restarts", "0")
+    assert "RESOURCE_EXHAUSTED" in failed["message"], failed["message"]
+    assert "over its memory limit of 256.0 MiB" in failed["message"], failed
+    assert all(p.poll() is None for p in cluster.workers_procs)
+    print(f"model_file_e2e: hungry.pt failed, the workers stay up: "
+          f"{failed['message'][:240]}")
+
+    loops = os.path.join(work, "loops.pt")
+    torch.jit.save(torch.jit.script(Spins(-1, 28 * 28, 10)), loops)
+    running = list(cluster.workers_procs)
+    failed = failed_job(cluster, data, loops, "loops", "--max-restarts", "0",
+                        "--step-timeout-ms", "3000")
+    assert "DEADLINE_EXCEEDED: step deadline: rank" in failed["message"], \
+        failed["message"]
+    assert "ran longer than 3s" in failed["message"], failed["message"]
+    codes = [p.wait(timeout=60) for p in running]
+    assert codes == [70, 70], codes
+    print(f"model_file_e2e: loops.pt failed at the step timeout, both "
+          f"workers exited with {codes}: {failed['message'][:240]}")
+    # The supervisor's part (compose's restart: unless-stopped).
+    for _ in running:
+        cluster.start_worker()
+    cluster.cli("workers", "--wait", "2", "--timeout", "60")
 
 
 def main():
@@ -79,7 +126,8 @@ def main():
     for name, (module, _) in hostile.items():
         torch.jit.save(module, os.path.join(work, name))
 
-    cluster = Cluster(bin_dir, work, workers=2, secure=False)
+    cluster = Cluster(bin_dir, work, workers=2, secure=False,
+                      worker_args=["--memory-limit-mb", "256"])
     ok = False
     try:
         cluster.cli("workers", "--wait", "2", "--timeout", "60")
@@ -126,6 +174,7 @@ def main():
             print(f"model_file_e2e: {name} refused without restarts: "
                   f"{failed['message'][:200]}")
         assert not os.path.exists(pwned) and not os.path.exists(leak)
+        check_limits(cluster, work, data)
 
         # The same workers, alive and idle, train again; the same bytes
         # upload to the same file.
@@ -135,7 +184,7 @@ def main():
         files = json.loads(cluster.cli("--json", "model", "files").stdout)
         assert len([f for f in files["files"] if f["sha256"] == digest]) == 1
         print("model_file_e2e: the workers trained a good job after the "
-              "refusals; the file was stored once")
+              "refusals and the restarts; the file was stored once")
         ok = True
     finally:
         cluster.stop()

@@ -20,6 +20,7 @@
 #include "worker/agent/task_convert.h"
 #include "worker/rank/rank_runner.h"
 #include "worker/train/compute_threads.h"
+#include "worker/train/step_deadline.h"
 
 namespace gradsync {
 
@@ -260,6 +261,24 @@ absl::Status Task::ConfineCheckpointPaths(TrainSpec& spec) const {
   return absl::OkStatus();
 }
 
+void Task::EndAfterOverrun(const absl::Status& overrun) {
+  const v1::Assignment& a = assignment_;
+  if (!cancel_) {
+    Log(absl::StrCat("job ", a.job_id(), " rank ", a.rank(),
+                     " failed: ", overrun.ToString()));
+    (void)FlushMetrics();
+    v1::CompleteTaskRequest request;
+    *request.mutable_task() = Ref();
+    request.set_success(false);
+    request.set_message(overrun.ToString());
+    v1::CompleteTaskResponse response;
+    const absl::Status s = FromGrpcStatus(stub_->CompleteTask(
+        CallContext(absl::Seconds(10), worker_key_).get(), request, &response));
+    if (!s.ok()) AgentLog(absl::StrCat("complete task: ", s.message()));
+  }
+  EndProcessAfterOverrun(overrun);
+}
+
 void Task::Run() {
   const v1::Assignment& a = assignment_;
   SetComputeThreads(1);  // LibTorch's pool and the BLAS library's
@@ -379,6 +398,9 @@ void Task::Run() {
                                        : a.resume_snapshot_job(),
                                    " step ", a.resume_snapshot_step());
     }
+    c.on_step_overrun = [this](const absl::Status& overrun) {
+      EndAfterOverrun(overrun);
+    };
     c.on_eval = [this](const EvalReport& e) {
       accuracy_ = e.accuracy;
       metrics_.Add(ToProto(e));

@@ -73,6 +73,11 @@ class Task {
   // PERMISSION_DENIED naming the field.
   absl::Status ConfineCheckpointPaths(TrainSpec& spec) const;
   void Run();
+  // The model ran past the step timeout (step_deadline.h) and the task's
+  // thread is stuck inside it: the task fails with `overrun` (unless
+  // cancelled) and the process ends (EndProcessAfterOverrun), for the
+  // worker's supervisor to start a fresh one. On the watchdog's thread.
+  [[noreturn]] void EndAfterOverrun(const absl::Status& overrun);
   // A line of this task's log: printed, and shipped with the metrics.
   void Log(const std::string& line);
   // Reports the buffered metrics; on a retryable error keeps them for the
@@ -111,8 +116,9 @@ class Task {
   // sequence until the task itself is destroyed (after join).
   std::unique_ptr<Communicator> comm_owned_;
   std::atomic<Communicator*> comm_{nullptr};
-  MetricsBuffer metrics_;             // not yet reported
-  bool metrics_failing_ = false;      // flusher thread only
+  MetricsBuffer metrics_;  // not yet reported
+  // The flusher's, and an overrun's last flush (EndAfterOverrun).
+  std::atomic<bool> metrics_failing_{false};
   std::atomic<double> accuracy_{-1};  // last evaluation (rank 0)
   std::thread thread_;
 };

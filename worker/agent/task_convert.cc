@@ -26,6 +26,7 @@ TrainSpec ToTrainSpec(const v1::JobSpec& spec) {
   t.momentum = spec.optimizer().momentum();
   t.weight_decay = spec.optimizer().weight_decay();
   t.grad_accumulation_steps = spec.grad_accumulation_steps();
+  t.step_timeout = absl::Milliseconds(spec.step_timeout_ms());
   switch (spec.gradient_compression()) {
     case v1::GRADIENT_COMPRESSION_FP16:
       t.compression = WireCompression::kFp16;

@@ -22,6 +22,7 @@
 #include "worker/agent/model_file_cache.h"
 #include "worker/model/script_output.h"
 #include "worker/train/host_allocator.h"
+#include "worker/train/host_tensor_limit.h"
 
 int main(int argc, char** argv) {
   std::string coordinator = "localhost:50051";
@@ -64,6 +65,14 @@ int main(int argc, char** argv) {
                  "memory for decoded images kept between epochs, shared by "
                  "this worker's tasks (0: decode every epoch)")
       ->envname("GRADSYNC_DECODED_CACHE_MB")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  int64_t memory_limit_mb = gradsync::DefaultHostTensorLimit() >> 20;
+  app.add_option("--memory-limit-mb", memory_limit_mb,
+                 "most memory this worker's CPU tensors may hold (a task "
+                 "whose model would take more fails, naming it; 0: no "
+                 "limit); default 80% of the host's or container's memory")
+      ->envname("GRADSYNC_MEMORY_LIMIT_MB")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--checkpoint-root", options.checkpoint_root,
@@ -114,6 +123,7 @@ int main(int argc, char** argv) {
   // Tasks' tensors reuse freed memory instead of faulting in fresh pages
   // every step (host_allocator.h).
   gradsync::KeepFreedHostMemory();
+  gradsync::LimitHostTensorMemory(memory_limit_mb << 20);
   options.dataset_access.decoded_cache =
       std::make_shared<gradsync::MemoryBudget>(decoded_cache_mb << 20);
   if (check_health) {

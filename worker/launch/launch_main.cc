@@ -27,6 +27,7 @@
 #include "worker/train/compute_device.h"
 #include "worker/train/compute_threads.h"
 #include "worker/train/host_allocator.h"
+#include "worker/train/host_tensor_limit.h"
 #include "worker/train/loss.h"
 #include "worker/train/precision.h"
 
@@ -114,6 +115,18 @@ int main(int argc, char** argv) {
   app.add_option("--resume-from", spec.resume_from, "checkpoint to resume");
   app.add_option("--timeout", timeout_s,
                  "seconds for the rendezvous and each collective");
+  double step_timeout_s = 600;
+  app.add_option("--step-timeout", step_timeout_s,
+                 "seconds the model may take over one step's forward and "
+                 "backward; past it the rank exits naming the step (0: no "
+                 "limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  int64_t memory_limit_mb = -1;
+  app.add_option("--memory-limit-mb", memory_limit_mb,
+                 "most memory each rank's CPU tensors may hold (0: no "
+                 "limit); default 80% of the host's or container's memory "
+                 "divided among the ranks");
   app.add_option("--log-every", o.log_every, "steps between progress lines");
   app.add_option("--metrics-out", o.metrics_out,
                  "rank 0 appends a JSON line per step here");
@@ -148,6 +161,7 @@ int main(int argc, char** argv) {
 
   o.shuffle = !no_shuffle;
   o.timeout = absl::Seconds(timeout_s);
+  spec.step_timeout = absl::Seconds(step_timeout_s);
   if (optimizer == "sgd") {
     spec.optimizer = gradsync::OptimizerKind::kSgd;
   } else if (optimizer != "adam") {
@@ -204,6 +218,9 @@ int main(int argc, char** argv) {
       gradsync::SetComputeThreads(threads);
     }
     gradsync::KeepFreedHostMemory();  // host_allocator.h
+    gradsync::LimitHostTensorMemory(
+        memory_limit_mb >= 0 ? memory_limit_mb << 20
+                             : gradsync::DefaultHostTensorLimit(nproc));
     // A model file's prints and warnings, escaped, one line each.
     const int rank = o.rank;
     gradsync::RouteModelOutput([rank](const std::string& line) {
@@ -215,19 +232,17 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (o.rank == 0) {
-      std::cout << "[rank 0] done: " << result->steps << " steps"
-                << (result->accuracy >= 0
-                        ? absl::StrCat(", test accuracy ",
-                                       100 * result->accuracy, "%")
-                        : "")
-                << (result->checkpoint.empty()
-                        ? ""
-                        : ", checkpoint " + result->checkpoint)
-                << (result->torchscript.empty()
-                        ? ""
-                        : ", trained module (TorchScript) " +
-                              result->torchscript)
-                << std::endl;
+      std::cout
+          << "[rank 0] done: " << result->steps << " steps"
+          << (result->accuracy >= 0 ? absl::StrCat(", test accuracy ",
+                                                   100 * result->accuracy, "%")
+                                    : "")
+          << (result->checkpoint.empty() ? ""
+                                         : ", checkpoint " + result->checkpoint)
+          << (result->torchscript.empty()
+                  ? ""
+                  : ", trained module (TorchScript) " + result->torchscript)
+          << std::endl;
     }
     return 0;
   }

@@ -8,16 +8,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "worker/model/script_error.h"
 
 namespace gradsync {
 namespace {
 
 std::string Shape(const at::Tensor& t) {
   return absl::StrCat("[", absl::StrJoin(t.sizes(), ", "), "]");
-}
-
-std::string FirstLine(const std::string& text) {
-  return text.substr(0, text.find('\n'));
 }
 
 }  // namespace
@@ -45,9 +42,8 @@ absl::StatusOr<at::Tensor> ScriptForward(torch::jit::Module& module,
   try {
     result = module.forward({batch});
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model file: forward fails on a batch of shape ",
-                     Shape(batch), ": ", FirstLine(e.what())));
+    return ScriptCallFailed(
+        absl::StrCat("forward fails on a batch of shape ", Shape(batch)), e);
   }
   if (!result.isTensor()) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "foundation/text/terminal_text.h"
+#include "worker/model/script_error.h"
 #include "worker/model/script_forward.h"
 #include "worker/model/script_module_check.h"
 
@@ -128,8 +129,7 @@ absl::StatusOr<torch::Tensor> ScriptModel::Loss(const torch::Tensor& output,
   try {
     result = module_.get_method("loss")({output, target});
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model file: loss fails: ", FirstLine(e.what())));
+    return ScriptCallFailed("loss fails", e);
   }
   if (!result.isTensor() || result.toTensor().numel() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(

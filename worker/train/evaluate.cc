@@ -1,18 +1,18 @@
 #include "worker/train/evaluate.h"
 
 #include <algorithm>
+#include <optional>
 
+#include "absl/strings/str_cat.h"
 #include "worker/train/loss.h"
 #include "worker/train/precision.h"
 
 namespace gradsync {
 
-absl::StatusOr<EvalReport> Evaluate(TrainableModel& model,
-                                    const torch::Device& device,
-                                    Precision precision, LossKind loss,
-                                    BatchLoader& loader,
-                                    const std::vector<int64_t>& indices,
-                                    int epoch, Communicator& comm) {
+absl::StatusOr<EvalReport> Evaluate(
+    TrainableModel& model, const torch::Device& device, Precision precision,
+    LossKind loss, BatchLoader& loader, const std::vector<int64_t>& indices,
+    int epoch, Communicator& comm, StepDeadline& deadline) {
   model.SetTraining(false);
   torch::NoGradGuard no_grad;
   if (absl::Status s = loader.StartEpoch(epoch, indices); !s.ok()) return s;
@@ -27,6 +27,8 @@ absl::StatusOr<EvalReport> Evaluate(TrainableModel& model,
     auto got = loader.Next(&batch);
     if (!got.ok()) return got.status();
     if (!*got) break;
+    std::optional<StepDeadline::Scope> watched(deadline.Watch(absl::StrCat(
+        "evaluation batch ", batch.index + 1, " of epoch ", epoch + 1)));
     absl::StatusOr<torch::Tensor> logits;
     {
       // In the training precision, as Lightning evaluates.
@@ -38,6 +40,7 @@ absl::StatusOr<EvalReport> Evaluate(TrainableModel& model,
     const torch::Tensor labels = batch.labels.to(device);
     const int64_t n = batch.images.size(0);
     auto mean = ComputeLoss(loss, model, out, labels);
+    watched.reset();
     if (!mean.ok()) return mean.status();
     loss_sum += mean->to(torch::kDouble) * static_cast<double>(n);
     classes = classes && IsClassTarget(labels);

@@ -76,6 +76,10 @@ struct TrainContext {
   // When set, a model file's bytes (spec.model_file) pass this before they
   // load: the agent checks their SHA-256 against the job's digest.
   std::function<absl::Status(absl::string_view bytes)> verify_model_file;
+  // Called (on a watchdog thread) when the model runs past
+  // spec.step_timeout (step_deadline.h); the training thread is then still
+  // inside the model and may never return. Null: EndProcessAfterOverrun.
+  std::function<void(const absl::Status& overrun)> on_step_overrun;
   // Written into checkpoints (torchrun names, job id, ...); under
   // kModelFileMetadataKey the SHA-256 of the job's model file, which a
   // resume must match (resume.h).

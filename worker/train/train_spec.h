@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/time/time.h"
 #include "loader/dataset.h"
 
 namespace gradsync {
@@ -51,6 +52,10 @@ struct TrainSpec {
   int grad_accumulation_steps = 1;
   WireCompression compression = WireCompression::kNone;
   int64_t bucket_cap_bytes = 0;  // 0 = the reducer's default
+  // Longest the model may take over one step's forward, loss and backward
+  // (or the channels-last probe, or one evaluation batch) before the rank
+  // gives up on it (step_deadline.h); zero: no limit.
+  absl::Duration step_timeout = absl::ZeroDuration();
   // Checkpoints (rank 0 writes them).
   std::string checkpoint_directory;  // empty = none
   // Names the files (checkpoint.h, CheckpointFileName): the job's id, so

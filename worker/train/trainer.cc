@@ -30,6 +30,7 @@
 #include "worker/train/loss.h"
 #include "worker/train/precision.h"
 #include "worker/train/resume.h"
+#include "worker/train/step_deadline.h"
 
 namespace gradsync {
 namespace {
@@ -122,6 +123,8 @@ struct Session {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   // The GPU's copy stream (device_feeder.h); null on the CPU.
   std::unique_ptr<HostToDevice> transfers;
+  // Watches the model's work (the probe, steps, evaluation batches).
+  std::unique_ptr<StepDeadline> deadline;
 };
 
 // The data sets and their loaders (the eval loader without augmentation).
@@ -196,9 +199,14 @@ absl::Status ChooseLayout(const TrainContext& c, Session& s) {
     UseChannelsLast(*s.model);
     return absl::OkStatus();
   }
-  const bool nhwc = ProbeChannelsLast(
-      *s.model, ProbeBatch(2, s.loader->channels(), s.loader->height(),
-                           s.loader->width()));
+  bool nhwc = false;
+  {
+    StepDeadline::Scope watched = s.deadline->Watch(
+        absl::StrCat("rank ", c.rank, "'s channels-last probe"));
+    nhwc = ProbeChannelsLast(
+        *s.model, ProbeBatch(2, s.loader->channels(), s.loader->height(),
+                             s.loader->width()));
+  }
   torch::Tensor votes = torch::tensor({nhwc ? 1.0f : 0.0f});
   if (absl::Status st = c.comm->AllReduce(votes, ReduceOp::kSum); !st.ok()) {
     return st;
@@ -346,6 +354,11 @@ class Loop {
       }
     }
     StepReport m;
+    // The model's part of the step, forward to backward, is watched; the
+    // wait for its all-reduces has the collectives' own deadline.
+    std::optional<StepDeadline::Scope> watched(
+        s_.deadline->Watch(absl::StrCat("rank ", c_.rank, "'s step ", step_ + 1,
+                                        " (forward, loss and backward)")));
     absl::StatusOr<torch::Tensor> computed;
     {
       // Forward and loss in the run's precision (precision.h), on the batch
@@ -376,6 +389,7 @@ class Loop {
     torch::Tensor objective = accumulate_ > 1 ? loss / accumulate_ : loss;
     const double loss_scale = scaled_ ? scaler_.scale() : 0;
     (scaled_ ? scaler_.Scale(objective) : objective).backward();
+    watched.reset();
     bool skipped = false;
     // A step that does not synchronise still waits (bounded) for the last
     // synchronised step's all-reduces, which a GPU leaves in flight: what
@@ -499,7 +513,7 @@ class Loop {
     }
     auto report =
         Evaluate(*s_.model, s_.device, c_.spec.precision, c_.spec.loss,
-                 *s_.eval_loader, *indices, epoch, *c_.comm);
+                 *s_.eval_loader, *indices, epoch, *c_.comm, *s_.deadline);
     if (!report.ok()) return report.status();
     result_.accuracy = report->accuracy;
     if (c_.rank == 0 && c_.on_eval) c_.on_eval(*report);
@@ -570,6 +584,8 @@ namespace {
 absl::StatusOr<TrainResult> TrainUnguarded(const TrainContext& c) {
   torch::manual_seed(c.spec.seed);
   Session session;
+  session.deadline =
+      std::make_unique<StepDeadline>(c.spec.step_timeout, c.on_step_overrun);
   if (absl::Status s = OpenData(c, session); !s.ok()) return s;
   if (absl::Status s = BuildModel(c, session); !s.ok()) return s;
   TrainPosition start;

@@ -33,6 +33,7 @@ TEST(JobSpecTest, DefaultsAreTorchLike) {
   EXPECT_DOUBLE_EQ(spec.optimizer().learning_rate(), 1e-3);
   EXPECT_EQ(spec.world_size().min_workers(), 2);
   EXPECT_EQ(spec.collective_timeout_ms(), 60000);
+  EXPECT_EQ(spec.step_timeout_ms(), 600000);
   EXPECT_EQ(spec.grad_accumulation_steps(), 1);
   EXPECT_EQ(spec.bucket_cap_bytes(), 0);  // by backend, on the ranks
   EXPECT_EQ(spec.max_restarts(), 3);
@@ -125,6 +126,9 @@ TEST(JobSpecTest, OtherFields) {
   spec = ValidSpec();
   spec.set_max_restarts(-1);
   ExpectInvalid(spec, "max_restarts");
+  spec = ValidSpec();
+  spec.set_step_timeout_ms(-1);
+  ExpectInvalid(spec, "step_timeout_ms");
   spec = ValidSpec();
   spec.mutable_world_size()->set_max_workers(9);
   EXPECT_EQ(ValidateJobSpec(spec, 8).code(),

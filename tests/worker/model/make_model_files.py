@@ -182,6 +182,38 @@ class BadLoss(Plain):
         return output.sum()
 
 
+class Spins(torch.nn.Module):
+    """Images of `features` values into `classes`, after `turns` trips round
+    a loop in forward (-1: a loop that never ends)."""
+
+    def __init__(self, turns: int, features: int, classes: int):
+        super().__init__()
+        self.fc = torch.nn.Linear(features, classes)
+        self.turns = turns
+
+    def forward(self, x):
+        y = x.flatten(1)
+        i = 0
+        while i != self.turns:
+            y = y * 1.0
+            i += 1
+        return self.fc(y)
+
+
+class Hungry(torch.nn.Module):
+    """Images of `features` values into `classes`, holding `elements` floats
+    in each forward."""
+
+    def __init__(self, elements: int, features: int, classes: int):
+        super().__init__()
+        self.fc = torch.nn.Linear(features, classes)
+        self.elements = elements
+
+    def forward(self, x):
+        held = torch.ones(self.elements)
+        return self.fc(x.flatten(1)) + held[0] * 0.0
+
+
 def save_hook(module: Plain, inputs: Tuple[torch.Tensor], output: torch.Tensor):
     torch.save(output, "/tmp/gradsync-hook-leak")
 
@@ -277,6 +309,11 @@ def main():
                    os.path.join(out, "own_loss.pt"))
     torch.jit.save(torch.jit.script(BadLoss()),
                    os.path.join(out, "bad_loss.pt"))
+    # For the synthetic "tiny" preset: 3x12x12 images, 4 classes.
+    torch.jit.save(torch.jit.script(Spins(50000, 432, 4)),
+                   os.path.join(out, "spins.pt"))
+    torch.jit.save(torch.jit.script(Hungry(1 << 28, 432, 4)),
+                   os.path.join(out, "hungry.pt"))
 
 
 if __name__ == "__main__":
