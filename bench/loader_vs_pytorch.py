@@ -3,7 +3,9 @@
 
 Same machine, same run, same LFW-shaped files, same transforms
 (RandomAffine(5, (0.1, 0.1), (0.5, 2.0)) + ToTensor, batch 512, no shuffle):
-  * gradsync's loader (gradsync-data loader-bench) at 1 and 2 threads,
+  * gradsync's loader (gradsync-data loader-bench) at 1 and 2 threads, on
+    the image folder and on the same images as WebDataset shards
+    (gradsync-data to-shards, 1000 a shard; made once into --out),
   * PyTorch's DataLoader (PIL decode, torchvision transforms) at 1 and 2
     worker processes, as the seeds' lfw_dataset.py does,
   * the bare OpenCV decode rate of the same files (cv::imdecode, one thread,
@@ -91,6 +93,19 @@ def main():
     with open(os.path.join(a.out, "loader_timing.csv")) as f:
         for row in csv.DictReader(f):
             ours[int(row["workers"])] = row
+    shards = os.path.join(a.out, "shards")
+    if not os.path.isdir(shards):
+        subprocess.run([tool, "to-shards", a.data, shards, "--shard-size",
+                        "1000"], check=True, stdout=subprocess.DEVNULL)
+    shard_out = os.path.join(a.out, "shard-timing")
+    subprocess.run([tool, "loader-bench", "-path_to_folder", shards,
+                    "-batch_size", str(a.batch_size), "-batches_to_check",
+                    str(a.batches), "--repetitions", str(a.repetitions),
+                    "--sweep", a.workers, "--out-dir", shard_out], check=True)
+    sharded = {}
+    with open(os.path.join(shard_out, "loader_timing.csv")) as f:
+        for row in csv.DictReader(f):
+            sharded[int(row["workers"])] = float(row["images_per_s"])
     def decode_rate(decoder):
         out = subprocess.run([tool, "decode-bench", a.data, "--images", "2000",
                               "--decoder", decoder], check=True,
@@ -113,10 +128,12 @@ def main():
 
     print("\nworkers  gradsync img/s  pytorch img/s  ratio  "
           "opencv ceiling x w  gradsync/ceiling  "
-          "own-decoder ceiling x w  gradsync/own")
+          "own-decoder ceiling x w  gradsync/own  shards img/s  "
+          "shards/folder")
     for w, g, _, _, t, _, _, c, oc in rows:
         print(f"{w:7d}  {g:14.0f}  {t:13.0f}  {g / t:5.2f}x  {c:18.0f}  "
-              f"{g / c:16.2f}  {oc:23.0f}  {g / oc:12.2f}")
+              f"{g / c:16.2f}  {oc:23.0f}  {g / oc:12.2f}  "
+              f"{sharded[w]:12.0f}  {sharded[w] / g:12.2f}x")
     with open(os.path.join(a.out, "loader_vs_pytorch.csv"), "w") as f:
         f.write("workers,gradsync_images_per_s,gradsync_mean_s,gradsync_std_s,"
                 "pytorch_images_per_s,pytorch_mean_s,pytorch_std_s,"

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "gradsync/config.h"
 #include "loader/exception_status.h"
@@ -63,21 +64,24 @@ absl::StatusOr<std::unique_ptr<BatchLoader>> BatchLoader::Create(
         o.channels, " channels)"));
   }
   // Every slot holds a whole batch: bound them before allocating.
+  double sample_numel = 1, target_numel = 1;
+  for (int64_t d : loader->sample_shape_) sample_numel *= d;
+  for (int64_t d : loader->target_shape_) target_numel *= d;
   const double slots = double(o.threads) * o.prefetch_depth;
   const double slot_bytes =
-      double(o.batch_size) * (4.0 * o.channels * o.height * o.width + 8.0);
-  const double budget =
-      o.max_slot_bytes > 0
-          ? double(o.max_slot_bytes)
-          : double(PhysicalMemoryBytes()) / 2;
+      double(o.batch_size) * (4.0 * sample_numel + 8.0 * target_numel);
+  const double budget = o.max_slot_bytes > 0
+                            ? double(o.max_slot_bytes)
+                            : double(PhysicalMemoryBytes()) / 2;
   if (slots * slot_bytes > budget) {
     return absl::ResourceExhaustedError(absl::StrFormat(
-        "loader: %d threads x %d prefetch_depth x batch_size %d of %dx%dx%d "
-        "float images need %.3g GB of batch slots, more than the %.3g GB "
+        "loader: %d threads x %d prefetch_depth x batch_size %d of [%s] "
+        "float samples need %.3g GB of batch slots, more than the %.3g GB "
         "allowed (half this host's memory): lower batch_size, prefetch_depth "
         "or loader_threads",
-        o.threads, o.prefetch_depth, o.batch_size, o.channels, o.height,
-        o.width, slots * slot_bytes / 1e9, budget / 1e9));
+        o.threads, o.prefetch_depth, o.batch_size,
+        absl::StrJoin(loader->sample_shape_, ", "), slots * slot_bytes / 1e9,
+        budget / 1e9));
   }
   const bool pin = torch::cuda::is_available();
   if (absl::Status s =
@@ -97,14 +101,17 @@ absl::Status BatchLoader::AllocateSlots(bool pin) {
   {
     absl::MutexLock lock(&mu_);
     slots_.resize(static_cast<size_t>(o.threads) * o.prefetch_depth);
+    std::vector<int64_t> images = {o.batch_size}, labels = {o.batch_size};
+    images.insert(images.end(), sample_shape_.begin(), sample_shape_.end());
+    labels.insert(labels.end(), target_shape_.begin(), target_shape_.end());
     for (Slot& slot : slots_) {
       // zeros, not empty: touch the pages now rather than in the first epoch.
       slot.images = torch::zeros(
-          {o.batch_size, o.channels, o.height, o.width},
+          images,
           torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(pin));
       slot.labels = torch::empty(
-          {o.batch_size},
-          torch::TensorOptions().dtype(torch::kInt64).pinned_memory(pin));
+          labels,
+          torch::TensorOptions().dtype(target_dtype_).pinned_memory(pin));
     }
   }
   return absl::OkStatus();
@@ -120,18 +127,32 @@ BatchLoader::BatchLoader(std::shared_ptr<const Dataset> dataset,
 BatchLoader::~BatchLoader() { Stop(); }
 
 absl::Status BatchLoader::InferShape() {
-  if (options_.channels > 0 && options_.height > 0 && options_.width > 0) {
+  if (const TensorSamples* tensors = dataset_->tensors()) {
+    if (transform_ != nullptr || !options_.mean.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "loader: ", dataset_->name(0),
+          ": augmentation and Normalize apply to images; a data set of "
+          "tensors is used as it is"));
+    }
+    sample_shape_.assign(tensors->x.sizes().begin() + 1,
+                         tensors->x.sizes().end());
+    target_shape_.assign(tensors->y.sizes().begin() + 1,
+                         tensors->y.sizes().end());
+    target_dtype_ = tensors->y.scalar_type();
     return absl::OkStatus();
   }
-  absl::StatusOr<Image> image = dataset_->Load(0);
-  if (!image.ok()) return image.status();
-  if (transform_ != nullptr) {
-    SampleRng rng(options_.seed, 0, 0);
-    if (absl::Status s = transform_->Apply(*image, rng); !s.ok()) return s;
+  if (options_.channels == 0 || options_.height == 0 || options_.width == 0) {
+    absl::StatusOr<Image> image = dataset_->Load(0);
+    if (!image.ok()) return image.status();
+    if (transform_ != nullptr) {
+      SampleRng rng(options_.seed, 0, 0);
+      if (absl::Status s = transform_->Apply(*image, rng); !s.ok()) return s;
+    }
+    if (options_.channels == 0) options_.channels = image->channels();
+    if (options_.height == 0) options_.height = image->rows();
+    if (options_.width == 0) options_.width = image->cols();
   }
-  if (options_.channels == 0) options_.channels = image->channels();
-  if (options_.height == 0) options_.height = image->rows();
-  if (options_.width == 0) options_.width = image->cols();
+  sample_shape_ = {options_.channels, options_.height, options_.width};
   return absl::OkStatus();
 }
 
@@ -257,6 +278,17 @@ void BatchLoader::WorkerLoop() {
 absl::Status BatchLoader::LoadInto(int64_t epoch, int64_t position,
                                    int64_t sample, Slot& slot, int row,
                                    double* decode_ms, double* transform_ms) {
+  if (const TensorSamples* tensors = dataset_->tensors()) {
+    // A row of x, bytes made floats as ToTensorInto makes an image's (the
+    // same bits: v * (1/255)), and its target.
+    const absl::Time t = absl::Now();
+    at::Tensor out = slot.images.select(0, row);
+    out.copy_(tensors->x.select(0, sample));
+    if (tensors->x.scalar_type() == at::kByte) out.mul_(1.f / 255.f);
+    slot.labels.select(0, row).copy_(tensors->y.select(0, sample));
+    *transform_ms = MsSince(t);
+    return absl::OkStatus();
+  }
   absl::Time t = absl::Now();
   absl::StatusOr<Image> image = dataset_->Load(sample);
   *decode_ms = MsSince(t);

@@ -8,6 +8,12 @@
 // identical whatever the thread count. Host memory is pinned when LibTorch
 // has CUDA.
 //
+// A data set of tensors (Dataset::tensors(), e.g. tensor_file_dataset.h)
+// is batched the same way, row by row: images are rows of x (uint8 times
+// 1/255, the bits an image of those bytes gives; float32 as it is) and labels
+// rows of y (int64 or float32); such a data set takes no transform and no
+// Normalize.
+//
 // Where built with OpenCV, creating a loader turns its internal threading
 // off (process-wide):
 // the loader threads already use the cores.
@@ -56,9 +62,9 @@ struct LoaderOptions {
 };
 
 struct Batch {
-  int64_t index = 0;             // batch number within the epoch
-  at::Tensor images;             // [B, C, H, W] float32
-  at::Tensor labels;             // [B] int64
+  int64_t index = 0;  // batch number within the epoch
+  at::Tensor images;  // [B, C, H, W] float32 (tensors: [B, x's row shape])
+  at::Tensor labels;  // [B] int64 (tensors: [B, y's row shape], y's dtype)
   std::vector<int64_t> samples;  // data set indices, in batch order
   int64_t skipped = 0;           // corrupt samples left out of this batch
   double wait_ms = 0;            // consumer time blocked in Next()
@@ -96,6 +102,9 @@ class BatchLoader {
   int channels() const { return options_.channels; }
   int height() const { return options_.height; }
   int width() const { return options_.width; }
+  // One sample's shape in a batch: {C, H, W} for images, x's row shape for
+  // tensors.
+  const std::vector<int64_t>& sample_shape() const { return sample_shape_; }
 
  private:
   struct Slot {
@@ -127,6 +136,10 @@ class BatchLoader {
   const std::shared_ptr<const Dataset> dataset_;
   const std::shared_ptr<const Transform> transform_;
   LoaderOptions options_;
+  // Set by InferShape: a sample's and a target's shape in a batch, and the
+  // targets' type.
+  std::vector<int64_t> sample_shape_, target_shape_;
+  at::ScalarType target_dtype_ = at::kLong;
 
   mutable absl::Mutex mu_;
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);

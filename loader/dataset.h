@@ -1,10 +1,14 @@
-// Dataset: random access to labelled images, and what a host lets a data
-// set do. Implementations: ImageFolderDataset (image_folder_dataset.h),
-// SyntheticDataset (synthetic_dataset.h), CachedDataset (cached_dataset.h);
-// OpenDataset (open_dataset.h) picks one for a data set path.
+// Dataset: random access to labelled images (or rows of tensors), and what
+// a host lets a data set do. Implementations: ImageFolderDataset
+// (image_folder_dataset.h), SyntheticDataset (synthetic_dataset.h),
+// CachedDataset (cached_dataset.h), TensorFileDataset
+// (tensor_file_dataset.h); OpenDataset (open_dataset.h) picks one for a
+// data set path.
 //
 // Implementations are immutable after construction; Load() is thread-safe.
 #pragma once
+
+#include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <memory>
@@ -18,6 +22,13 @@
 
 namespace gradsync {
 
+// The samples of a data set of tensors: row i of each is sample i.
+struct TensorSamples {
+  at::Tensor x;  // [N, ...] uint8 (batched as x * (1/255), as an image of
+                 // those bytes is) or float32 (as it is)
+  at::Tensor y;  // [N] int64 class indices or [N, ...] float32 targets
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -29,6 +40,11 @@ class Dataset {
   virtual int num_classes() const = 0;
   // The decoded 8-bit HWC image (RGB or grayscale). Errors name the sample.
   virtual absl::StatusOr<Image> Load(int64_t index) const = 0;
+  // A data set of tensors (tensor_file_dataset.h) gives its rows here and
+  // no images: batches are rows of x and y (batch_loader.h), label() and
+  // num_classes() speak of y when it holds class indices (0 classes when
+  // its targets are floats). Null for images.
+  virtual const TensorSamples* tensors() const { return nullptr; }
 };
 
 // What a host lets a data set do: where it may lie (data_roots.h; empty:

@@ -239,8 +239,8 @@ CommandLine::CommandLine()
   // Run by gradsync-data (main.cc hands them over before parsing); listed
   // here so that --help and completion show them.
   app_.add_subcommand("data",
-                      "data sets: fetch, make-lfw (gradsync data "
-                      "--help)");
+                      "data sets: fetch, make-lfw, to-shards (gradsync "
+                      "data --help)");
   app_.add_subcommand("loader-bench",
                       "time the loader on an image folder (gradsync "
                       "loader-bench --help)");

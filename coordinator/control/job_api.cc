@@ -18,15 +18,69 @@
 #include "coordinator/control/job_views.h"
 #include "foundation/data_index/data_roots.h"
 #include "foundation/data_index/image_folder_index.h"
+#include "foundation/data_index/shard_index.h"
+#include "foundation/data_index/split_kind.h"
 #include "foundation/data_index/synthetic_presets.h"
 #include "foundation/files/confined_path.h"
+#include "foundation/files/mapped_file.h"
+#include "foundation/torch_file/tensor_file.h"
 
 namespace gradsync {
 namespace {
 
+// A failed scan of a split: cut short by its budget (CANCELLED /
+// DEADLINE_EXCEEDED, kept), or the data set's fault, INVALID_ARGUMENT
+// naming the field.
+absl::Status ScanFailed(const std::string& where, const absl::Status& s) {
+  if (absl::IsCancelled(s) || absl::IsDeadlineExceeded(s)) return s;
+  return absl::InvalidArgumentError(absl::StrCat(where, ": ", s.message()));
+}
+
+// The samples of a tensor file split (<path>/<split>.pt), from its zip
+// directory and pickle alone: its tensors stay unread. The file must lie
+// under the data roots (links resolved).
+absl::StatusOr<int64_t> CountTensorFile(const std::string& field,
+                                        const std::string& file,
+                                        const std::vector<std::string>& roots) {
+  const std::string where = absl::StrCat("job_spec.", field);
+  if (absl::Status s = CheckUnderRoots(where, file, roots); !s.ok()) return s;
+  absl::StatusOr<MappedFile> mapped = MappedFile::Open(file);
+  if (!mapped.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": ", mapped.status().message()));
+  }
+  absl::StatusOr<TensorFileLayout> layout =
+      ReadTensorFileLayout(mapped->bytes());
+  if (!layout.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": ", file, ": ", layout.status().message()));
+  }
+  return layout->samples;
+}
+
+// The samples of a split held as WebDataset shards (<path>/<split>/*.tar),
+// from their headers (shard_index.h); the directory and every shard must
+// lie under the data roots.
+absl::StatusOr<int64_t> CountShards(const std::string& field,
+                                    const std::string& dir,
+                                    const std::vector<std::string>& roots,
+                                    const ScanBudget& budget) {
+  const std::string where = absl::StrCat("job_spec.", field);
+  if (absl::Status s = CheckUnderRoots(where, dir, roots); !s.ok()) return s;
+  absl::StatusOr<ShardIndex> index = IndexShards(dir, budget);
+  if (!index.ok()) return ScanFailed(where, index.status());
+  for (const ShardFile& shard : index->shards) {
+    if (absl::Status s = CheckUnderRoots(where, shard.path, roots); !s.ok()) {
+      return s;
+    }
+  }
+  return static_cast<int64_t>(index->samples.size());
+}
+
 // Size of a split; errors name the JobSpec field. A synthetic data set's
-// comes from its preset (no files, no data roots). An image folder is
-// checked against the data roots before it is listed (a listing error
+// comes from its preset (no files, no data roots); a tensor file's from its
+// layout (CountTensorFile); shards' from their headers (CountShards). An image
+// folder is checked against the data roots before it is listed (a listing error
 // names what it found), and every link the listing followed after. A scan
 // cut short by `budget` keeps its CANCELLED / DEADLINE_EXCEEDED.
 absl::StatusOr<int64_t> CountSamples(const std::string& field,
@@ -42,6 +96,13 @@ absl::StatusOr<int64_t> CountSamples(const std::string& field,
     }
     return size;
   }
+  const SplitKind kind = KindOfSplit(path, split);
+  if (kind == SplitKind::kTensorFile) {
+    return CountTensorFile(field, TensorFilePath(path, split), roots);
+  }
+  if (kind == SplitKind::kShards) {
+    return CountShards(field, SplitPath(path, split), roots, budget);
+  }
   const std::string folder = SplitPath(path, split);
   if (absl::Status s =
           CheckUnderRoots(absl::StrCat("job_spec.", field), folder, roots);
@@ -49,13 +110,8 @@ absl::StatusOr<int64_t> CountSamples(const std::string& field,
     return s;
   }
   absl::StatusOr<ImageFolderIndex> index = ScanImageFolder(folder, budget);
-  if (absl::IsCancelled(index.status()) ||
-      absl::IsDeadlineExceeded(index.status())) {
-    return index.status();
-  }
   if (!index.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("job_spec.", field, ": ", index.status().message()));
+    return ScanFailed(absl::StrCat("job_spec.", field), index.status());
   }
   if (absl::Status s = CheckIndexUnderDataRoots(
           absl::StrCat("job_spec.", field), *index, roots);

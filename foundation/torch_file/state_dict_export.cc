@@ -11,26 +11,12 @@
 #include "absl/strings/str_cat.h"
 #include "foundation/torch_file/pickle_tree.h"
 #include "foundation/torch_file/stored_zip.h"
+#include "foundation/torch_file/tensor_ref.h"
 
 namespace gradsync {
 namespace {
 
 using Kind = PickleValue::Kind;
-
-constexpr absl::string_view kRebuildTensor = "torch._utils _rebuild_tensor_v2";
-constexpr absl::string_view kRebuildParameter =
-    "torch._utils _rebuild_parameter";
-
-// Storage classes both weights-only loaders accept, by element size.
-const std::map<std::string, int>& StorageTypes() {
-  static const auto* types = new std::map<std::string, int>{
-      {"torch DoubleStorage", 8}, {"torch FloatStorage", 4},
-      {"torch HalfStorage", 2},   {"torch BFloat16Storage", 2},
-      {"torch LongStorage", 8},   {"torch IntStorage", 4},
-      {"torch ShortStorage", 2},  {"torch CharStorage", 1},
-      {"torch ByteStorage", 1},   {"torch BoolStorage", 1}};
-  return *types;
-}
 
 absl::Status Bad(absl::string_view what) {
   return absl::InvalidArgumentError(
@@ -40,11 +26,6 @@ absl::Status Bad(absl::string_view what) {
 absl::Status Refused(const std::string& global) {
   return Bad(absl::StrCat("it names ", global,
                           ", which the weights-only loader refuses"));
-}
-
-bool IsAllowedGlobal(const std::string& name) {
-  return name == kRebuildTensor || name == kRebuildParameter ||
-         name == "collections OrderedDict" || StorageTypes().count(name) > 0;
 }
 
 struct Storage {
@@ -57,37 +38,15 @@ struct Storage {
 absl::Status Check(const PickleValue& v, int depth,
                    std::map<std::string, Storage>& storages) {
   if (depth > kMaxPickleDepth) return Bad("nested too deep (or a cycle)");
-  if (v.kind == Kind::kGlobal && !IsAllowedGlobal(v.text)) {
+  if (v.kind == Kind::kGlobal && !IsWeightsOnlyGlobal(v.text)) {
     return Refused(v.text);
   }
   if (v.kind == Kind::kPersistentId) {
-    const PickleValue& id = *v.items[0];
-    if (id.kind != Kind::kTuple || id.items.size() != 5 ||
-        id.items[0]->kind != Kind::kString || id.items[0]->text != "storage" ||
-        id.items[1]->kind != Kind::kGlobal ||
-        id.items[2]->kind != Kind::kString ||
-        id.items[3]->kind != Kind::kString || id.items[4]->kind != Kind::kInt) {
-      return Bad(
-          "a persistent id that is not ('storage', type, key, "
-          "location, numel)");
-    }
-    const std::string& key = id.items[2]->text;
-    if (key.empty() || key.size() > 32 ||
-        !std::all_of(key.begin(), key.end(), [](char c) {
-          return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
-        })) {
-      return Bad(absl::StrCat("storage key '", key, "' is not a record name"));
-    }
-    auto type = StorageTypes().find(id.items[1]->text);
-    if (type == StorageTypes().end()) {
-      return Refused(id.items[1]->text);
-    }
-    const int64_t numel = id.items[4]->integer;
-    if (numel < 0)
-      return Bad(absl::StrCat("storage ", key, " has numel ", numel));
-    Storage& s = storages[key];
-    s.element_size = type->second;
-    s.numel = std::max(s.numel, numel);
+    absl::StatusOr<StorageRef> ref = ParseStorageRef(v);
+    if (!ref.ok()) return Bad(ref.status().message());
+    Storage& s = storages[ref->key];
+    s.element_size = ref->type->element_size;
+    s.numel = std::max(s.numel, ref->numel);
   }
   for (const PickleValue* item : v.items) {
     if (absl::Status s = Check(*item, depth + 1, storages); !s.ok()) return s;

@@ -6,6 +6,7 @@
 //       [-num_workers 4] [-batches_to_check 100] [-get_timing]
 //       [-visualize_batch] [--sweep 1,2,4 --out-dir DIR]
 //   gradsync-data decode-bench DIR [--images 2000] [--decoder opencv|gradsync]
+//   gradsync-data to-shards FOLDER OUT [--shard-size 1000]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "loader/tools/fashion_mnist.h"
 #include "loader/tools/lfw_synth.h"
 #include "loader/tools/loader_bench.h"
+#include "loader/tools/to_shards.h"
 
 namespace {
 
@@ -99,6 +101,17 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"opencv", "gradsync"}))
       ->capture_default_str();
 
+  gradsync::ToShardsOptions shards;
+  CLI::App* ts = app.add_subcommand(
+      "to-shards",
+      "write an image folder (one split) as WebDataset .tar shards, in its "
+      "order");
+  ts->add_option("folder", shards.folder, "image folder: <class>/<image>")
+      ->required();
+  ts->add_option("out", shards.out, "directory for shard-*.tar")->required();
+  ts->add_option("--shard-size", shards.shard_size, "samples per shard")
+      ->capture_default_str();
+
   try {
     app.parse(NormaliseFlags(argc, argv));
   } catch (const CLI::ParseError& e) {
@@ -146,6 +159,13 @@ int main(int argc, char** argv) {
     }
     auto r = gradsync::RunLoaderBench(bench, std::cout);
     return r.ok() ? 0 : Fail(r.status());
+  }
+  if (*ts) {
+    auto written = gradsync::WriteShards(shards, std::cout);
+    if (!written.ok()) return Fail(written.status());
+    std::cout << "to-shards: " << *written << " shard(s) in " << shards.out
+              << "\n";
+    return 0;
   }
   if (*db) {
     auto rate = gradsync::DecodeImagesPerSecond(

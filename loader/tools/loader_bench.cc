@@ -11,9 +11,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "foundation/data_index/image_folder_index.h"
+#include "foundation/data_index/shard_index.h"
 #include "loader/batch_loader.h"
 #include "loader/image_decoder.h"
 #include "loader/image_folder_dataset.h"
+#include "loader/shard_dataset.h"
 #include "loader/tools/plot.h"
 
 namespace gradsync {
@@ -28,10 +30,17 @@ std::string TimedLoadTitle(int64_t images, int batch_size,
 
 absl::StatusOr<std::vector<LoaderTiming>> RunLoaderBench(
     const LoaderBenchOptions& o, std::ostream& out) {
-  absl::StatusOr<std::unique_ptr<ImageFolderDataset>> opened =
-      ImageFolderDataset::Open(o.path, o.channels);
-  if (!opened.ok()) return opened.status();
-  std::shared_ptr<const Dataset> dataset = std::move(*opened);
+  // An image folder, or the same images as WebDataset shards.
+  std::shared_ptr<const Dataset> dataset;
+  if (HoldsShards(o.path)) {
+    auto shards = ShardDataset::Open(o.path, o.channels);
+    if (!shards.ok()) return shards.status();
+    dataset = std::move(*shards);
+  } else {
+    auto folder = ImageFolderDataset::Open(o.path, o.channels);
+    if (!folder.ok()) return folder.status();
+    dataset = std::move(*folder);
+  }
   absl::StatusOr<Image> first = dataset->Load(0);
   if (!first.ok()) return first.status();
   absl::StatusOr<std::unique_ptr<Compose>> augment =

@@ -16,7 +16,9 @@
 namespace gradsync {
 
 struct LoaderBenchOptions {
-  std::string path;  // image folder (LFW layout or a split)
+  // An image folder (LFW layout or a split), or a directory of WebDataset
+  // shards (shard_dataset.h).
+  std::string path;
   int batch_size = 512;
   std::vector<int> workers = {1};  // loader thread counts to time
   int batches_to_check = 100;      // at most this many batches per run

@@ -14,6 +14,9 @@ workers (issue 40, part 2):
     forward that saves a tensor, a module traced in eval mode) fail their
     job at once, without restarts, naming the reason; nothing is written,
     and the same workers then train a good job;
+  * the same images as tensor files (<dir>/<split>.pt) and as WebDataset
+    shards (gradsync data to-shards) train through the coordinator to the
+    folder job's accuracy;
   * what the checks cannot bound is bounded while the model runs: a forward
     that holds more than the workers' --memory-limit-mb fails its job with
     RESOURCE_EXHAUSTED and the workers stay up; a forward that never ends
@@ -25,6 +28,7 @@ Usage: model_file_e2e.py BIN_DIR WORK_DIR"""
 import json
 import os
 import shutil
+import subprocess
 import sys
 import torch
 
@@ -37,6 +41,7 @@ from e2e_train import Cluster  # noqa: E402
 from make_model_files import Hooked, Hungry, Spins  # noqa: E402
 from script_model_parity import (Net, accuracy, make_folder,  # noqa: E402
                                  same_outputs)
+from data_format_parity import folder_to_tensors  # noqa: E402
 
 
 class SavesInForward(torch.nn.Module):
@@ -175,6 +180,30 @@ def main():
                   f"{failed['message'][:200]}")
         assert not os.path.exists(pwned) and not os.path.exists(leak)
         check_limits(cluster, work, data)
+
+        # The same images as tensor files and as shards (issue 41): the
+        # coordinator counts them, the workers train them to the folder
+        # job's accuracy.
+        tensors = os.path.join(work, "tensors")
+        shards = os.path.join(work, "shards")
+        os.makedirs(tensors)
+        for split in ("train", "test"):
+            folder_to_tensors(data, tensors, split)
+            subprocess.run([os.path.join(bin_dir, "gradsync"), "data",
+                            "to-shards", os.path.join(data, split),
+                            os.path.join(shards, split), "--shard-size",
+                            "150"], check=True, capture_output=True)
+        for kind, path in (("tensor files", tensors), ("shards", shards)):
+            job_id = submit(cluster, path, net_file, "own-data")
+            cluster.cli("watch", job_id, timeout=300)
+            done = status(cluster, job_id)
+            assert done["state"] == "JOB_STATE_SUCCEEDED", done["message"]
+            assert done["train_samples"] == "400", done
+            same = 100 * done["metrics"]["eval"][-1]["accuracy"]
+            assert same == reported, (kind, same, reported)
+            print(f"model_file_e2e: the same images as {kind}: "
+                  f"{done['train_samples']} samples counted, test accuracy "
+                  f"{same:.2f}% as the folder job's")
 
         # The same workers, alive and idle, train again; the same bytes
         # upload to the same file.

@@ -139,18 +139,29 @@ absl::Status OpenData(const TrainContext& c, Session& s) {
     if (!opened.ok()) return opened.status();
     eval_set = *opened;
   }
-  // Shape from the first image; augmentation keeps it.
-  auto first = s.train_set->Load(0);
-  if (!first.ok()) return first.status();
-  auto augment =
-      MakeAugmentation(spec.augmentation, first->rows(), first->cols());
-  if (!augment.ok()) return augment.status();
+  // Shape from the first image; augmentation keeps it. Tensors are used
+  // as they are.
+  std::shared_ptr<const Transform> augment;
+  if (s.train_set->tensors() != nullptr) {
+    if (spec.augmentation != "none") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "augmentation ", spec.augmentation, " applies to images; ",
+          s.train_set->name(0), " is a row of a tensor file"));
+    }
+  } else {
+    auto first = s.train_set->Load(0);
+    if (!first.ok()) return first.status();
+    auto made =
+        MakeAugmentation(spec.augmentation, first->rows(), first->cols());
+    if (!made.ok()) return made.status();
+    augment = *std::move(made);
+  }
   LoaderOptions lo;
   lo.batch_size = spec.batch_size;
   lo.threads = spec.loader_threads;
   lo.prefetch_depth = spec.prefetch_depth;
   lo.seed = static_cast<uint64_t>(spec.seed) * 1000003 + c.rank;
-  auto loader = BatchLoader::Create(s.train_set, std::move(*augment), lo);
+  auto loader = BatchLoader::Create(s.train_set, std::move(augment), lo);
   if (!loader.ok()) return loader.status();
   s.loader = std::move(*loader);
   if (eval_set) {
@@ -167,13 +178,26 @@ absl::Status OpenData(const TrainContext& c, Session& s) {
 // loaded (script_model.h).
 absl::StatusOr<std::unique_ptr<TrainableModel>> LoadModel(const TrainContext& c,
                                                           const Session& s) {
-  const int64_t classes = s.train_set->num_classes();
+  // Classes, or for float targets the values one sample's target holds.
+  int64_t outputs = s.train_set->num_classes();
+  if (const TensorSamples* tensors = s.train_set->tensors();
+      tensors != nullptr && outputs == 0) {
+    outputs = tensors->y.numel() / tensors->y.size(0);
+  }
   if (c.spec.model_file.empty()) {
+    // {C, H, W}; a row of fewer dimensions as [1, H, W] or [1, 1, F].
+    std::vector<int64_t> sample = s.loader->sample_shape();
+    while (sample.size() < 3) sample.insert(sample.begin(), 1);
+    if (sample.size() > 3) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model ", c.spec.model, " takes samples of up to 3 dimensions; ",
+          s.train_set->name(0), " has ", sample.size()));
+    }
     ModelShape shape;
-    shape.channels = s.loader->channels();
-    shape.height = s.loader->height();
-    shape.width = s.loader->width();
-    shape.classes = static_cast<int>(classes);
+    shape.channels = static_cast<int>(sample[0]);
+    shape.height = static_cast<int>(sample[1]);
+    shape.width = static_cast<int>(sample[2]);
+    shape.classes = static_cast<int>(outputs);
     return MakeBuiltinModel(c.spec.model, shape);
   }
   auto bytes = ReadFileBytes(c.spec.model_file, kMaxModelFileBytes);
@@ -182,7 +206,7 @@ absl::StatusOr<std::unique_ptr<TrainableModel>> LoadModel(const TrainContext& c,
   if (c.verify_model_file) {
     if (absl::Status st = c.verify_model_file(view); !st.ok()) return st;
   }
-  auto loaded = LoadScriptModel(view, classes);
+  auto loaded = LoadScriptModel(view, outputs);
   if (!loaded.ok()) return loaded.status();
   return std::unique_ptr<TrainableModel>(*std::move(loaded));
 }
@@ -194,7 +218,9 @@ absl::StatusOr<std::unique_ptr<TrainableModel>> LoadModel(const TrainContext& c,
 // every rank (the ranks vote, so that all of them agree). Called with rank
 // 0's weights everywhere: the probe is the same on every rank.
 absl::Status ChooseLayout(const TrainContext& c, Session& s) {
-  if (!s.device.is_cpu()) return absl::OkStatus();
+  // Channels-last is a layout of [N, C, H, W] batches only.
+  const std::vector<int64_t>& sample = s.loader->sample_shape();
+  if (!s.device.is_cpu() || sample.size() != 3) return absl::OkStatus();
   if (s.model->ChannelsLastSafe()) {
     UseChannelsLast(*s.model);
     return absl::OkStatus();
@@ -203,9 +229,8 @@ absl::Status ChooseLayout(const TrainContext& c, Session& s) {
   {
     StepDeadline::Scope watched = s.deadline->Watch(
         absl::StrCat("rank ", c.rank, "'s channels-last probe"));
-    nhwc = ProbeChannelsLast(
-        *s.model, ProbeBatch(2, s.loader->channels(), s.loader->height(),
-                             s.loader->width()));
+    nhwc = ProbeChannelsLast(*s.model,
+                             ProbeBatch(2, sample[0], sample[1], sample[2]));
   }
   torch::Tensor votes = torch::tensor({nhwc ? 1.0f : 0.0f});
   if (absl::Status st = c.comm->AllReduce(votes, ReduceOp::kSum); !st.ok()) {

@@ -11,7 +11,9 @@
 
 #include "absl/time/clock.h"
 #include "coordinator/control/coordinator.h"
+#include "foundation/data_index/tar_member.h"
 #include "foundation/files/confined_path.h"
+#include "tests/fakes/tensor_files.h"
 #include "tests/fakes/test_cluster.h"
 
 namespace gradsync::testing {
@@ -133,8 +135,7 @@ TEST_F(SubmitUnderRootsTest, AScanEndsWithItsCallerAndWithTheCoordinator) {
   gave_up.cancelled = [] { return true; };
   absl::StatusOr<v1::Job> job = coordinator_->SubmitJob(spec_, gave_up);
   EXPECT_EQ(job.status().code(), absl::StatusCode::kCancelled) << job.status();
-  EXPECT_NE(job.status().message().find(base_ + "/data/set"),
-            std::string::npos)
+  EXPECT_NE(job.status().message().find(base_ + "/data/set"), std::string::npos)
       << job.status();
   ScanBudget late;
   late.deadline = absl::Now() - absl::Seconds(1);
@@ -223,6 +224,75 @@ TEST_F(SubmitUnderRootsTest, LinksOutOfTheRootsAreRefused) {
   // Links that stay inside the roots are fine.
   fs::create_directory_symlink(base_ + "/data/set/train/class_a", class_link);
   EXPECT_TRUE(Submit().ok());
+}
+
+}  // namespace
+}  // namespace gradsync::testing
+
+namespace gradsync::testing {
+namespace {
+
+// A split held as a tensor file (<path>/<split>.pt) is counted from its
+// layout alone; a hostile one is refused naming the file and the problem;
+// a link to one outside the roots is refused like a folder.
+TEST_F(SubmitUnderRootsTest, TensorFilesAreCountedFromTheirLayout) {
+  const std::string dir = base_ + "/data/tensors";
+  fs::create_directories(dir);
+  FakeTensorFile file;
+  file.tensors["x"] = MakeFakeTensor<float>(
+      "torch FloatStorage", std::vector<float>(15, 0.5f), {5, 3});
+  file.tensors["y"] =
+      MakeFakeTensor<int64_t>("torch LongStorage", {0, 1, 1, 0, 1}, {5});
+  std::ofstream(dir + "/train.pt", std::ios::binary) << MakeTensorFile(file);
+  file.tensors["x"].sizes = {1000000, 1000000};
+  std::ofstream(dir + "/test.pt", std::ios::binary) << MakeTensorFile(file);
+
+  spec_.mutable_dataset()->set_path(dir);
+  absl::StatusOr<v1::Job> job = coordinator_->SubmitJob(spec_);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->train_samples(), 5);
+
+  spec_.mutable_dataset()->set_eval_split("test");
+  absl::Status s = Submit();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("job_spec.dataset.eval_split: " + dir +
+                             "/test.pt: tensor file: x has shape [1000000, "
+                             "1000000]"),
+            std::string::npos)
+      << s;
+
+  std::ofstream(base_ + "/secret.pt", std::ios::binary) << MakeTensorFile(file);
+  fs::create_symlink(base_ + "/secret.pt", dir + "/leak.pt");
+  spec_.mutable_dataset()->set_eval_split("leak");
+  EXPECT_EQ(Submit().code(), absl::StatusCode::kPermissionDenied);
+}
+
+// A split held as WebDataset shards (<path>/<split>/*.tar) is counted from
+// its headers; a shard with a member that climbs out is refused naming it.
+TEST_F(SubmitUnderRootsTest, ShardsAreCountedFromTheirHeaders) {
+  const std::string dir = base_ + "/data/shards";
+  fs::create_directories(dir + "/train");
+  fs::create_directories(dir + "/test");
+  std::string shard;
+  for (int i = 0; i < 3; ++i) {
+    shard += TarFileMember(std::to_string(i) + ".png", "png bytes") +
+             TarFileMember(std::to_string(i) + ".cls", std::to_string(i % 2));
+  }
+  std::ofstream(dir + "/train/a.tar", std::ios::binary) << shard + TarEnd();
+  std::ofstream(dir + "/test/a.tar", std::ios::binary)
+      << TarFileMember("../../x.png", "png") + TarFileMember("../../x.cls", "0")
+      << TarEnd();
+  spec_.mutable_dataset()->set_path(dir);
+  absl::StatusOr<v1::Job> job = coordinator_->SubmitJob(spec_);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->train_samples(), 3);
+  spec_.mutable_dataset()->set_eval_split("test");
+  absl::Status s = Submit();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("job_spec.dataset.eval_split: shard " + dir +
+                             "/test/a.tar: member ../../x.png climbs out"),
+            std::string::npos)
+      << s;
 }
 
 }  // namespace

@@ -310,7 +310,7 @@ def main():
     torch.jit.save(torch.jit.script(BadLoss()),
                    os.path.join(out, "bad_loss.pt"))
     # For the synthetic "tiny" preset: 3x12x12 images, 4 classes.
-    torch.jit.save(torch.jit.script(Spins(50000, 432, 4)),
+    torch.jit.save(torch.jit.script(Spins(20000, 432, 4)),
                    os.path.join(out, "spins.pt"))
     torch.jit.save(torch.jit.script(Hungry(1 << 28, 432, 4)),
                    os.path.join(out, "hungry.pt"))

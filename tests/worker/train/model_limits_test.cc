@@ -58,7 +58,7 @@ class ModelLimitsTest : public ModelFilesTest {
   std::vector<absl::Status> overruns_ ABSL_GUARDED_BY(mu_);
 };
 
-// spins.pt loops 50000 times in forward: far past a 5 ms limit. The
+// spins.pt loops 20000 times in forward: far past a 5 ms limit. The
 // watchdog reports each watched piece of work once; it does not stop it
 // (the handler here returns), so training still ends.
 TEST_F(ModelLimitsTest, AModelPastTheStepTimeoutIsReportedNamingTheStep) {

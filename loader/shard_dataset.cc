@@ -1,0 +1,93 @@
+#include "loader/shard_dataset.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "foundation/files/confined_path.h"
+#include "loader/image_decoder.h"
+#include "loader/npy_image.h"
+
+namespace gradsync {
+
+absl::StatusOr<std::unique_ptr<ShardDataset>> ShardDataset::Open(
+    const std::string& dir, int channels, const DatasetAccess& access) {
+  if (channels != 0 && channels != 1 && channels != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("channels must be 0, 1 or 3 (got ", channels, ")"));
+  }
+  if (absl::Status s = CheckUnderRoots("data set", dir, access.data_roots);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<ShardIndex> index = IndexShards(dir);
+  if (!index.ok()) return index.status();
+  std::vector<int> fds;
+  auto close_all = [&fds] {
+    for (int fd : fds) ::close(fd);
+  };
+  for (const ShardFile& shard : index->shards) {
+    if (absl::Status s =
+            CheckUnderRoots("data set", shard.path, access.data_roots);
+        !s.ok()) {
+      close_all();
+      return s;
+    }
+    const int fd = ::open(shard.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      const std::string why = std::strerror(errno);
+      close_all();
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot open shard ", shard.path, ": ", why));
+    }
+    fds.push_back(fd);
+  }
+  return std::unique_ptr<ShardDataset>(new ShardDataset(
+      std::move(*index), std::move(fds), channels, access.decode));
+}
+
+ShardDataset::~ShardDataset() {
+  for (int fd : fds_) ::close(fd);
+}
+
+std::string ShardDataset::name(int64_t i) const {
+  const ShardSample& s = index_.samples[i];
+  return absl::StrCat(index_.shards[s.shard].path, ":", s.key, ".", s.ext);
+}
+
+absl::StatusOr<Image> ShardDataset::Load(int64_t index) const {
+  if (index < 0 || index >= size()) {
+    return absl::OutOfRangeError(
+        absl::StrCat("sample index ", index, " outside [0, ", size(), ")"));
+  }
+  const ShardSample& s = index_.samples[index];
+  if (absl::Status st = CheckShardUnchanged(index_.shards[s.shard]); !st.ok()) {
+    return st;
+  }
+  if (s.size > limits_.max_file_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(name(index), " is ", s.size, " bytes, more than the ",
+                     limits_.max_file_bytes, " an image may have"));
+  }
+  std::string bytes(s.size, '\0');
+  int64_t done = 0;
+  while (done < s.size) {
+    const ssize_t n =
+        ::pread(fds_[s.shard], &bytes[done], s.size - done, s.offset + done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return absl::DataLossError(
+          absl::StrCat("cannot read ", name(index), ": ",
+                       n < 0 ? std::strerror(errno) : "the shard ends early"));
+    }
+    done += n;
+  }
+  if (s.ext == "npy")
+    return DecodeNpyImage(bytes, channels_, name(index), limits_);
+  return DecodeImageBytes(bytes, channels_, name(index), limits_);
+}
+
+}  // namespace gradsync

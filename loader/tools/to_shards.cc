@@ -1,0 +1,88 @@
+#include "loader/tools/to_shards.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "foundation/data_index/image_folder_index.h"
+#include "foundation/data_index/tar_member.h"
+
+namespace gradsync {
+namespace {
+
+namespace fs = std::filesystem;
+
+absl::Status WriteShard(const std::string& path, const std::string& bytes) {
+  const std::string staged = path + ".tmp";
+  {
+    std::ofstream out(staged, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out.flush()) {
+      return absl::InternalError(absl::StrCat("cannot write ", staged));
+    }
+  }
+  std::error_code ec;
+  fs::rename(staged, path, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot write ", path, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> WriteShards(const ToShardsOptions& o,
+                                    std::ostream& progress) {
+  if (o.shard_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--shard-size must be >= 1 (got ", o.shard_size, ")"));
+  }
+  absl::StatusOr<ImageFolderIndex> index = ScanImageFolder(o.folder);
+  if (!index.ok()) return index.status();
+  std::error_code ec;
+  fs::create_directories(o.out, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot create ", o.out, ": ", ec.message()));
+  }
+  const int64_t n = static_cast<int64_t>(index->samples.size());
+  int64_t shards = 0;
+  for (int64_t first = 0; first < n; first += o.shard_size) {
+    std::string tar;
+    const int64_t last = std::min(n, first + o.shard_size);
+    for (int64_t i = first; i < last; ++i) {
+      const ImageFolderSample& s = index->samples[i];
+      const std::string ext = absl::AsciiStrToLower(
+          fs::path(s.path).extension().string().substr(1));
+      if (ext != "png" && ext != "jpg" && ext != "jpeg") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            s.path, ": shards hold .png, .jpg or .jpeg images, not .", ext));
+      }
+      std::ifstream in(s.path, std::ios::binary);
+      std::ostringstream bytes;
+      bytes << in.rdbuf();
+      if (!in) {
+        return absl::InvalidArgumentError(absl::StrCat("cannot read ", s.path));
+      }
+      const std::string key = absl::StrFormat("%08d", i);
+      tar += TarFileMember(absl::StrCat(key, ".", ext), bytes.str());
+      tar += TarFileMember(absl::StrCat(key, ".cls"), std::to_string(s.label));
+    }
+    tar += TarEnd();
+    const std::string path =
+        (fs::path(o.out) / absl::StrFormat("shard-%06d.tar", shards)).string();
+    if (absl::Status s = WriteShard(path, tar); !s.ok()) return s;
+    ++shards;
+    progress << absl::StrFormat("to-shards: %s: samples %d-%d of %d\n", path,
+                                first, last - 1, n)
+             << std::flush;
+  }
+  return shards;
+}
+
+}  // namespace gradsync

@@ -1,0 +1,31 @@
+// `gradsync data to-shards FOLDER OUT --shard-size N`: an image folder
+// (torchvision ImageFolder order) written as WebDataset shards
+// OUT/shard-000000.tar, ... of N samples each: members <%08d index>.<ext>
+// (the image file's bytes as they are) and <index>.cls (its class index).
+// Shards read back in the folder's order (foundation/data_index/
+// shard_index.h), so a folder run and a shard run can be compared exactly.
+// Thread safety: one call at a time per OUT.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace gradsync {
+
+struct ToShardsOptions {
+  std::string folder;  // an image folder (one split: <class>/<image>)
+  std::string out;     // created if missing; its shard-*.tar replaced
+  int64_t shard_size = 1000;
+};
+
+// The shards written; a progress line per shard on `progress`.
+// INVALID_ARGUMENT for a shard_size < 1, an image that is not .png, .jpg or
+// .jpeg (named), or a folder ScanImageFolder refuses; INTERNAL when a
+// shard cannot be written.
+absl::StatusOr<int64_t> WriteShards(const ToShardsOptions& options,
+                                    std::ostream& progress);
+
+}  // namespace gradsync
