@@ -45,6 +45,10 @@ PACKAGES=(
   # Python reference stack (parity tests and benchmarks against PyTorch)
   python3 python3-torch python3-torchvision python3-grpcio python3-grpc-tools
   python3-numpy python3-matplotlib
+  # the Python client (python/): its venv install, progress bars, and the
+  # example notebook run headless in tests/python/notebook_test.py
+  python3-protobuf python3-venv python3-pip python3-setuptools python3-tqdm
+  python3-nbclient python3-nbformat python3-ipykernel
 )
 
 if [ "$BUILD_ONLY" -eq 1 ]; then PACKAGES=("${BUILD_PACKAGES[@]}"); fi
