@@ -48,7 +48,7 @@ PACKAGES=(
   # the Python client (python/): its venv install, progress bars, and the
   # example notebook run headless in tests/python/notebook_test.py
   python3-protobuf python3-venv python3-pip python3-setuptools python3-tqdm
-  python3-nbclient python3-nbformat python3-ipykernel
+  python3-nbclient python3-nbformat python3-ipykernel python3-pandas
 )
 
 if [ "$BUILD_ONLY" -eq 1 ]; then PACKAGES=("${BUILD_PACKAGES[@]}"); fi

@@ -250,6 +250,18 @@ class Job:
         """The latest per-rank metrics and the job's summary (a dict)."""
         return self.status().get("metrics", {})
 
+    def metrics_frame(self):
+        """metrics()'s per-rank summaries as a pandas DataFrame, one row per
+        rank with its last step's fields flattened (needs pandas)."""
+        import pandas
+        rows = []
+        for rank in self.metrics().get("ranks", []):
+            row = {k: v for k, v in rank.items() if k != "last"}
+            row.update({f"last_{k}": v
+                        for k, v in rank.get("last", {}).items()})
+            rows.append(row)
+        return pandas.DataFrame(rows)
+
     def curves(self) -> dict:
         """Rank 0's training curve and every evaluation (a dict), as
         `gradsync plot` draws them. With pandas, curves_frame() gives a

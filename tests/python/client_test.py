@@ -103,6 +103,15 @@ def main():
         assert abs(evaluated - reported) <= 0.1, (evaluated, reported)
         assert [s["step"] for s in job.snapshots()], job.snapshots()
         assert any("rank 0" in line for line in job.logs()), "no log lines"
+        assert job.curves()["train"], job.curves()
+        ranks = sorted(r.get("rank", 0) for r in job.metrics()["ranks"])
+        assert ranks == [0, 1], job.metrics()
+        try:
+            import pandas  # noqa: F401
+            frame = job.metrics_frame()
+            assert sorted(frame["rank"].fillna(0)) == [0, 1], frame
+        except ImportError:
+            print("client_test: no pandas here: metrics_frame() not tried")
         print(f"client_test: {job.id} waited ({len(text.splitlines())} "
               f"progress lines); the pulled state_dict loads strictly and "
               f"evaluates to {evaluated:.2f}%, the job reported "
