@@ -147,6 +147,17 @@ class Cluster:
         raise AssertionError(f"workers not {state} within {deadline_s}s: "
                              f"{self.workers()}")
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, trace):
+        """`with Cluster(...) as cluster:` stops it, and prints the logs of
+        every process when the block failed."""
+        self.stop()
+        if kind is not None:
+            self.dump_logs()
+        return False
+
     def stop(self):
         for p in self.procs:
             try:

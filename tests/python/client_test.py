@@ -66,9 +66,7 @@ def main():
     os.makedirs(work)
     data = os.path.join(work, "data")
     make_folder(data, per_class_train=40, per_class_test=10)
-    cluster = Cluster(bin_dir, work, workers=2, secure=True)
-    ok = False
-    try:
+    with Cluster(bin_dir, work, workers=2, secure=True) as cluster:
         ca = os.path.join(cluster.tls, "ca.pem")
         client = gradsync.connect(cluster.address, token=USER_TOKEN, tls_ca=ca)
         deadline = time.time() + 60
@@ -161,11 +159,6 @@ def main():
             assert time.time() < deadline, long.status()
             time.sleep(0.2)
         print(f"client_test: {long.id} cancelled while running")
-        ok = True
-    finally:
-        cluster.stop()
-        if not ok:
-            cluster.dump_logs()
 
 
 if __name__ == "__main__":

@@ -46,9 +46,7 @@ def main():
     for cell in notebook.cells:
         assert not cell.get("outputs") and not cell.get("execution_count"), \
             "fashion_cnn.ipynb is kept with its outputs stripped"
-    cluster = Cluster(bin_dir, work, workers=2, secure=False)
-    ok = False
-    try:
+    with Cluster(bin_dir, work, workers=2, secure=False) as cluster:
         cluster.cli("workers", "--wait", "2", "--timeout", "60")
         os.environ.update(GRADSYNC_COORDINATOR=cluster.address,
                           GRADSYNC_EXAMPLE_DATA=data,
@@ -67,11 +65,6 @@ def main():
                           for cell in notebook.cells
                           for output in cell.get("outputs", []))
         check(printed, "fashion_cnn.ipynb")
-        ok = True
-    finally:
-        cluster.stop()
-        if not ok:
-            cluster.dump_logs()
 
 
 if __name__ == "__main__":
