@@ -5,6 +5,7 @@
 #include <random>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -75,6 +76,17 @@ absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(
         "register: checkpoint_root must be an absolute path of at most 4096 "
         "bytes");
   }
+  if (request.libtorch_version().size() > 32 ||
+      !std::all_of(request.libtorch_version().begin(),
+                   request.libtorch_version().end(), [](char c) {
+                     return absl::ascii_isalnum(
+                                static_cast<unsigned char>(c)) ||
+                            c == '.' || c == '+' || c == '-' || c == '_';
+                   })) {
+    return absl::InvalidArgumentError(
+        "register: libtorch_version must be at most 32 letters, digits and "
+        "'.+-_'");
+  }
   if (request.job_id().size() > coordinator_internal::kMaxNameBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "register: job_id is ", request.job_id().size(),
@@ -132,6 +144,7 @@ absl::StatusOr<v1::RegisterWorkerResponse> Coordinator::RegisterWorker(
   w.info.set_rank(-1);
   w.info.set_registered_unix_ms(UnixMs(now));
   w.info.set_checkpoint_root(request.checkpoint_root());
+  w.info.set_libtorch_version(request.libtorch_version());
   LivesFor(request, w);
   LogLine("coordinator",
           absl::StrFormat(

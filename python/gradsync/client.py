@@ -181,8 +181,31 @@ class Client:
             display = os.path.basename(path)
         else:
             data, display = _script(model), type(model).__name__ + ".pt"
+        self._check_scripting_version(data, display)
         spec.model_file_sha256 = self.upload_model(data, display)
         spec.model = display
+
+    def _check_scripting_version(self, data: bytes, name: str) -> None:
+        """Refuses (FAILED_PRECONDITION, naming both versions) a model file
+        scripted by a newer PyTorch than a live worker's LibTorch: such a
+        file may use ops or a format that worker cannot load. Files that
+        do not record their PyTorch, and workers that do not report their
+        LibTorch, are let through (the worker's own load check names
+        what fails)."""
+        scripted = _recorded_pytorch(data)
+        if scripted is None:
+            return
+        for w in self.workers():
+            runs = w.get("libtorch_version", "")
+            if w.get("state") == "WORKER_STATE_DEAD" or not runs:
+                continue
+            if _minor(scripted) > _minor(runs):
+                raise GradsyncError(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"model {name}: scripted by PyTorch {scripted}, newer "
+                    f"than LibTorch {runs} on worker {w.get('worker_id')} "
+                    f"({w.get('host')}); script it with PyTorch {runs} or "
+                    "older, or run workers with a newer LibTorch")
 
     def upload_model(self, data: bytes, name: str = "model.pt") -> str:
         """Uploads a TorchScript file's bytes; returns its SHA-256 (the
@@ -451,6 +474,26 @@ def _apply_more(spec, more: dict) -> None:
         for part in path:
             target = getattr(target, part)
         setattr(target, last, value)
+
+
+def _minor(version: str) -> tuple:
+    """(major, minor) of "1.13.1+cpu"; (0, 0) when it does not parse."""
+    found = re.match(r"(\d+)\.(\d+)", version)
+    return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
+
+
+def _recorded_pytorch(data: bytes) -> Optional[str]:
+    """The PyTorch version a TorchScript file records (the extra file
+    gradsync_pytorch_version, which submit() writes), or None."""
+    import zipfile
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            for name in archive.namelist():
+                if name.endswith("/extra/gradsync_pytorch_version"):
+                    return archive.read(name).decode("ascii", "replace")[:40]
+    except zipfile.BadZipFile:
+        return None  # the workers' checks name what is wrong with it
+    return None
 
 
 def _script(module) -> bytes:

@@ -6,7 +6,8 @@ and two workers from the build, through the package only:
     pulled state_dict strictly into gradsync.models' FashionCNN and
     evaluate it in PyTorch to the job's accuracy (within 0.1 points);
   * a torch.nn.Module scripted and uploaded by submit(); one TorchScript
-    cannot compile raises before anything is sent;
+    cannot compile raises before anything is sent; a file scripted by a
+    newer PyTorch than the workers' LibTorch is refused naming both;
   * INVALID_ARGUMENT for a bad spec (naming the field), NOT_FOUND for an
     unknown job, UNAUTHENTICATED with a wrong token;
   * a job that fails raises JobFailed from wait() with the failing rank's
@@ -123,6 +124,15 @@ def main():
         except Exception as e:  # TorchScript's own error, nothing sent
             print(f"client_test: an unscriptable module raises "
                   f"{type(e).__name__} before anything is sent")
+        future = os.path.join(work, "future.pt")
+        torch.jit.save(torch.jit.script(Net()), future,
+                       _extra_files={"gradsync_pytorch_version": "99.1.0"})
+        newer = expect_error(grpc.StatusCode.FAILED_PRECONDITION,
+                             lambda: client.submit(model=future, dataset=data,
+                                                   batch_size=20),
+                             "scripted by PyTorch 99.1.0, newer than "
+                             "LibTorch 1.")
+        print(f"client_test: {newer}")
         torch.manual_seed(0)
         own = client.submit(model=Net(), dataset=data, eval_split="test",
                             epochs=1, batch_size=20, workers=2)

@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 #include <torch/cuda.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -65,6 +66,7 @@ absl::Status Agent::Register(const Task* resume, bool* resumed) {
   request.set_job_id(options_.job_id.empty() ? lives_for_ : options_.job_id);
   request.set_exit_after_job(LivesForOneJob());
   request.set_checkpoint_root(options_.checkpoint_root);
+  request.set_libtorch_version(TORCH_VERSION);
   const std::vector<CudaDevice> gpus = DiscoverDevices().cuda;
   // A GPU counts only if this LibTorch can compute on it: a CPU-only
   // LibTorch next to a GPU registers as a CPU worker, so the scheduler

@@ -204,6 +204,14 @@ TEST_F(CliTest, CheckpointPathsEveryWorkerWouldRefuseAreRefusedAtSubmit) {
   grpc::Status status;
   SimWorker bad(cluster_.workers(), request, &status);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // So is a LibTorch version that is not one (it reaches terminals through
+  // `gradsync workers` and the Python client's messages).
+  request.set_checkpoint_root("/srv/ckpt");
+  request.set_libtorch_version("1.13\n\x1b[2J");
+  SimWorker odd(cluster_.workers(), request, &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("libtorch_version"), std::string::npos)
+      << status.error_message();
 }
 
 TEST_F(CliTest, QuietSubmitPrintsOnlyTheJobId) {
