@@ -21,13 +21,14 @@ absl::Status StatusFromException(const std::exception& e,
   const auto* c10 = dynamic_cast<const c10::Error*>(&e);
   const std::string what =
       c10 != nullptr ? c10->what_without_backtrace() : std::string(e.what());
-  // DefaultCPUAllocator, the CUDA caching allocator and the worker's
-  // tensor memory limit (worker/train/host_tensor_limit.h).
-  const bool memory = absl::StrContains(what, "can't allocate memory") ||
-                      absl::StrContains(what, "out of memory");
   const std::string message = absl::StrCat(doing, ": ", what);
-  return memory ? absl::ResourceExhaustedError(message)
-                : absl::InternalError(message);
+  return IsOutOfMemoryText(what) ? absl::ResourceExhaustedError(message)
+                                 : absl::InternalError(message);
+}
+
+bool IsOutOfMemoryText(absl::string_view text) {
+  return absl::StrContains(text, "can't allocate memory") ||
+         absl::StrContains(text, "out of memory");
 }
 
 }  // namespace gradsync

@@ -21,6 +21,11 @@ namespace gradsync {
 absl::Status StatusFromException(const std::exception& e,
                                  absl::string_view doing);
 
+// True when an error's text says an allocation failed: LibTorch's CPU and
+// CUDA allocators, the worker's tensor memory limit
+// (worker/train/host_tensor_limit.h).
+bool IsOutOfMemoryText(absl::string_view text);
+
 // fn() (a Status or StatusOr), or the Status of what it threw.
 template <typename F>
 auto GuardExceptions(absl::string_view doing, F&& fn) -> decltype(fn()) {

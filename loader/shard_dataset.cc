@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "foundation/files/confined_path.h"
+#include "foundation/files/pread_full.h"
 #include "loader/image_decoder.h"
 #include "loader/npy_image.h"
 
@@ -73,17 +74,11 @@ absl::StatusOr<Image> ShardDataset::Load(int64_t index) const {
                      limits_.max_file_bytes, " an image may have"));
   }
   std::string bytes(s.size, '\0');
-  int64_t done = 0;
-  while (done < s.size) {
-    const ssize_t n =
-        ::pread(fds_[s.shard], &bytes[done], s.size - done, s.offset + done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      return absl::DataLossError(
-          absl::StrCat("cannot read ", name(index), ": ",
-                       n < 0 ? std::strerror(errno) : "the shard ends early"));
-    }
-    done += n;
+  if (absl::Status st =
+          PreadFull(fds_[s.shard], bytes.data(), s.size, s.offset);
+      !st.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("cannot read ", name(index), ": ", st.message()));
   }
   if (s.ext == "npy")
     return DecodeNpyImage(bytes, channels_, name(index), limits_);

@@ -7,8 +7,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/wire/pread_full.h"
 #include "coordinator/wire/sha256.h"
+#include "foundation/files/pread_full.h"
 
 namespace gradsync {
 

@@ -12,8 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/wire/grpc_status.h"
-#include "coordinator/wire/pread_full.h"
 #include "coordinator/wire/sha256.h"
+#include "foundation/files/pread_full.h"
 
 namespace gradsync {
 namespace {

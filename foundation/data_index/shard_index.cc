@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "foundation/data_index/tar_member.h"
+#include "foundation/files/pread_full.h"
 
 namespace gradsync {
 namespace {
@@ -41,12 +42,8 @@ class ShardReader {
 
   absl::Status Read(int64_t offset, int64_t size, std::string* out) {
     out->resize(size);
-    int64_t done = 0;
-    while (done < size) {
-      const ssize_t n = ::pread(fd_, &(*out)[done], size - done, offset + done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return Bad(absl::StrCat("cannot read at offset ", offset));
-      done += n;
+    if (absl::Status s = PreadFull(fd_, out->data(), size, offset); !s.ok()) {
+      return Bad(s.message());
     }
     return absl::OkStatus();
   }
@@ -182,22 +179,8 @@ absl::Status IndexShard(int32_t number, ShardReader& r, int64_t* members,
   return FinishGroup(r, group, samples);
 }
 
-}  // namespace
-
-bool HoldsShards(const std::string& dir) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return false;
-  for (fs::directory_iterator it(dir, ec), stop; !ec && it != stop;
-       it.increment(ec)) {
-    if (it->path().extension() == ".tar") return true;
-  }
-  return false;
-}
-
-absl::StatusOr<ShardIndex> IndexShards(const std::string& dir,
-                                       const ScanBudget& budget) {
-  ShardIndex index;
-  index.root = dir;
+// The *.tar entries of `dir`, sorted by name.
+absl::StatusOr<std::vector<std::string>> ShardPaths(const std::string& dir) {
   std::vector<std::string> paths;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), stop; !ec && it != stop;
@@ -209,8 +192,26 @@ absl::StatusOr<ShardIndex> IndexShards(const std::string& dir,
         absl::StrCat("cannot list ", dir, ": ", ec.message()));
   }
   std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+}  // namespace
+
+bool HoldsShards(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return false;
+  absl::StatusOr<std::vector<std::string>> paths = ShardPaths(dir);
+  return paths.ok() && !paths->empty();
+}
+
+absl::StatusOr<ShardIndex> IndexShards(const std::string& dir,
+                                       const ScanBudget& budget) {
+  ShardIndex index;
+  index.root = dir;
+  absl::StatusOr<std::vector<std::string>> paths = ShardPaths(dir);
+  if (!paths.ok()) return paths.status();
   int64_t members = 0;
-  for (const std::string& path : paths) {
+  for (const std::string& path : *paths) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
       return absl::InvalidArgumentError(

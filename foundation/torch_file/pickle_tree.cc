@@ -481,4 +481,16 @@ absl::StatusOr<std::string> WritePickle(const PickleValue& value) {
   return out;
 }
 
+const PickleValue* FindStringKey(const PickleValue& dict,
+                                 absl::string_view key) {
+  if (dict.kind != PickleValue::Kind::kDict) return nullptr;
+  for (size_t i = 0; i + 1 < dict.items.size(); i += 2) {
+    const PickleValue& k = *dict.items[i];
+    if (k.kind == PickleValue::Kind::kString && k.text == key) {
+      return dict.items[i + 1];
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace gradsync

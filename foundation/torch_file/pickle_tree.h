@@ -73,6 +73,11 @@ class PickleTree {
 absl::StatusOr<std::unique_ptr<PickleTree>> ParsePickle(
     absl::string_view bytes);
 
+// The value under the string key `key` of the kDict `dict`, or null (also
+// when `dict` is not a dict).
+const PickleValue* FindStringKey(const PickleValue& dict,
+                                 absl::string_view key);
+
 // `value` as a protocol-2 pickle ending in STOP, with no memo: a shared
 // node is written once per use. INVALID_ARGUMENT when nested deeper than
 // kMaxPickleDepth (a cycle is infinitely deep) or holding an object

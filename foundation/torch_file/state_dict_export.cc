@@ -57,12 +57,7 @@ absl::Status Check(const PickleValue& v, int depth,
 // The "model" entry of the snapshot's top-level dict.
 absl::StatusOr<const PickleValue*> ModelEntry(const PickleValue& root) {
   if (root.kind != Kind::kDict) return Bad("its pickle is not a dict");
-  for (size_t i = 0; i + 1 < root.items.size(); i += 2) {
-    const PickleValue& key = *root.items[i];
-    if (key.kind == Kind::kString && key.text == "model") {
-      return root.items[i + 1];
-    }
-  }
+  if (const PickleValue* model = FindStringKey(root, "model")) return model;
   return Bad("it has no \"model\" entry");
 }
 

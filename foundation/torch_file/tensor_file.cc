@@ -50,16 +50,6 @@ const PickleValue& UnwrapTypeTag(const PickleValue& root) {
   return root;
 }
 
-const PickleValue* Entry(const PickleValue& dict, absl::string_view name) {
-  for (size_t i = 0; i + 1 < dict.items.size(); i += 2) {
-    const PickleValue& key = *dict.items[i];
-    if (key.kind == Kind::kString && key.text == name) {
-      return dict.items[i + 1];
-    }
-  }
-  return nullptr;
-}
-
 // `name` ("x" or "y") from the dict, of one of `dtypes`, its elements
 // within its storage record.
 absl::StatusOr<TensorFileArray> Array(
@@ -67,7 +57,7 @@ absl::StatusOr<TensorFileArray> Array(
     const std::vector<absl::string_view>& dtypes,
     const std::map<std::string, const ZipEntry*>& records,
     const std::string& prefix) {
-  const PickleValue* value = Entry(dict, name);
+  const PickleValue* value = FindStringKey(dict, name);
   if (value == nullptr) {
     return Bad(absl::StrCat("no \"", name,
                             "\" entry; save torch.save({\"x\": X, \"y\": Y}, "

@@ -10,29 +10,12 @@
 #include "absl/strings/str_format.h"
 #include "foundation/data_index/image_folder_index.h"
 #include "foundation/data_index/tar_member.h"
+#include "foundation/files/durable_file.h"
 
 namespace gradsync {
 namespace {
 
 namespace fs = std::filesystem;
-
-absl::Status WriteShard(const std::string& path, const std::string& bytes) {
-  const std::string staged = path + ".tmp";
-  {
-    std::ofstream out(staged, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) {
-      return absl::InternalError(absl::StrCat("cannot write ", staged));
-    }
-  }
-  std::error_code ec;
-  fs::rename(staged, path, ec);
-  if (ec) {
-    return absl::InternalError(
-        absl::StrCat("cannot write ", path, ": ", ec.message()));
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -76,7 +59,9 @@ absl::StatusOr<int64_t> WriteShards(const ToShardsOptions& o,
     tar += TarEnd();
     const std::string path =
         (fs::path(o.out) / absl::StrFormat("shard-%06d.tar", shards)).string();
-    if (absl::Status s = WriteShard(path, tar); !s.ok()) return s;
+    if (absl::Status s = ReplaceFileDurably(path, tar, 0644); !s.ok()) {
+      return s;
+    }
     ++shards;
     progress << absl::StrFormat("to-shards: %s: samples %d-%d of %d\n", path,
                                 first, last - 1, n)

@@ -261,19 +261,26 @@ absl::Status Task::ConfineCheckpointPaths(TrainSpec& spec) const {
   return absl::OkStatus();
 }
 
+void Task::LogFailure(const absl::Status& status) {
+  Log(absl::StrCat("job ", assignment_.job_id(), " rank ", assignment_.rank(),
+                   " failed: ", status.ToString()));
+}
+
+absl::Status Task::CompleteOnce(bool success, const std::string& message) {
+  v1::CompleteTaskRequest request;
+  *request.mutable_task() = Ref();
+  request.set_success(success);
+  request.set_message(message);
+  v1::CompleteTaskResponse response;
+  return FromGrpcStatus(stub_->CompleteTask(
+      CallContext(absl::Seconds(10), worker_key_).get(), request, &response));
+}
+
 void Task::EndAfterOverrun(const absl::Status& overrun) {
-  const v1::Assignment& a = assignment_;
   if (!cancel_) {
-    Log(absl::StrCat("job ", a.job_id(), " rank ", a.rank(),
-                     " failed: ", overrun.ToString()));
+    LogFailure(overrun);
     (void)FlushMetrics();
-    v1::CompleteTaskRequest request;
-    *request.mutable_task() = Ref();
-    request.set_success(false);
-    request.set_message(overrun.ToString());
-    v1::CompleteTaskResponse response;
-    const absl::Status s = FromGrpcStatus(stub_->CompleteTask(
-        CallContext(absl::Seconds(10), worker_key_).get(), request, &response));
+    const absl::Status s = CompleteOnce(false, overrun.ToString());
     if (!s.ok()) AgentLog(absl::StrCat("complete task: ", s.message()));
   }
   EndProcessAfterOverrun(overrun);
@@ -434,30 +441,20 @@ void Task::Run() {
   }
   // The error goes to the job's log with the metrics, so `gradsync logs`
   // and a failed job's status show why this rank failed.
-  if (!status.ok() && !cancel_) {
-    Log(absl::StrCat("job ", a.job_id(), " rank ", a.rank(),
-                     " failed: ", status.ToString()));
-  }
+  if (!status.ok() && !cancel_) LogFailure(status);
   flusher_stop.Notify();
   flusher.join();
   // Every buffered metric reaches the coordinator before the completion.
   (void)Retry("report metrics", [&] { return FlushMetrics(); });
   if (!cancel_) {
-    v1::CompleteTaskRequest request;
-    *request.mutable_task() = Ref();
-    request.set_success(status.ok());
-    request.set_message(
+    const std::string message =
         status.ok() ? absl::StrFormat("%d steps%s", result.steps,
                                       result.checkpoint.empty()
                                           ? ""
                                           : ", checkpoint " + result.checkpoint)
-                    : status.ToString());
-    v1::CompleteTaskResponse response;
-    absl::Status s = Retry("complete task", [&] {
-      return FromGrpcStatus(
-          stub_->CompleteTask(CallContext(absl::Seconds(10), worker_key_).get(),
-                              request, &response));
-    });
+                    : status.ToString();
+    absl::Status s = Retry("complete task",
+                           [&] { return CompleteOnce(status.ok(), message); });
     if (!s.ok()) Log(absl::StrCat("complete task: ", s.message()));
   }
   AgentLog(absl::StrCat(

@@ -78,6 +78,11 @@ class Task {
   // cancelled) and the process ends (EndProcessAfterOverrun), for the
   // worker's supervisor to start a fresh one. On the watchdog's thread.
   [[noreturn]] void EndAfterOverrun(const absl::Status& overrun);
+  // "job J rank R failed: <status>" to the task's log (and so to the job's
+  // logs and a failed job's status).
+  void LogFailure(const absl::Status& status);
+  // One CompleteTask call (10 s deadline) reporting the task's end.
+  absl::Status CompleteOnce(bool success, const std::string& message);
   // A line of this task's log: printed, and shipped with the metrics.
   void Log(const std::string& line);
   // Reports the buffered metrics; on a retryable error keeps them for the

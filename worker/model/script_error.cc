@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "loader/exception_status.h"
 
 namespace gradsync {
 namespace {
@@ -42,10 +43,8 @@ absl::Status ScriptCallFailed(absl::string_view doing,
                               const std::exception& e) {
   const std::string reason = ScriptErrorLine(e);
   const std::string message = absl::StrCat("model file: ", doing, ": ", reason);
-  const bool memory = absl::StrContains(reason, "out of memory") ||
-                      absl::StrContains(reason, "can't allocate memory");
-  return memory ? absl::ResourceExhaustedError(message)
-                : absl::InvalidArgumentError(message);
+  return IsOutOfMemoryText(reason) ? absl::ResourceExhaustedError(message)
+                                   : absl::InvalidArgumentError(message);
 }
 
 }  // namespace gradsync

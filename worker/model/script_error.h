@@ -18,9 +18,8 @@ namespace gradsync {
 std::string ScriptErrorLine(const std::exception& e);
 
 // "model file: <doing>: <reason>": RESOURCE_EXHAUSTED when the module ran
-// out of memory (an allocator's or the worker's tensor limit,
-// worker/train/host_tensor_limit.h), INVALID_ARGUMENT otherwise (the
-// module's own failure).
+// out of memory (IsOutOfMemoryText, loader/exception_status.h),
+// INVALID_ARGUMENT otherwise (the module's own failure).
 absl::Status ScriptCallFailed(absl::string_view doing, const std::exception& e);
 
 }  // namespace gradsync

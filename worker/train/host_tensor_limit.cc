@@ -4,7 +4,6 @@
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
 #include <malloc.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -14,7 +13,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/strip.h"
+#include "loader/memory_budget.h"
 
 namespace gradsync {
 namespace {
@@ -91,8 +90,7 @@ void LimitHostTensorMemory(int64_t limit_bytes) {
 int64_t HostTensorBytesInUse() { return in_use.load(); }
 
 int64_t DefaultHostTensorLimit(int processes) {
-  int64_t memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) *
-                   static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
+  int64_t memory = PhysicalMemoryBytes();
   const int64_t cgroup = CgroupLimit();
   if (cgroup > 0) memory = std::min(memory, cgroup);
   return memory / 10 * 8 / std::max(1, processes);

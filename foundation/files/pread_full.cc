@@ -1,4 +1,4 @@
-#include "coordinator/wire/pread_full.h"
+#include "foundation/files/pread_full.h"
 
 #include <unistd.h>
 
