@@ -1,16 +1,11 @@
 #include "loader/image_decoder.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "foundation/data_index/image_header.h"
+#include "foundation/files/regular_file.h"
 #include "gradsync/config.h"
 
 #if GRADSYNC_WITH_OPENCV
@@ -107,38 +102,15 @@ absl::StatusOr<Image> DecodeOpenCv(const std::string& bytes, int channels,
 
 absl::StatusOr<Image> DecodeImageFile(const std::string& path, int channels,
                                       const DecodeLimits& limits) {
-  // O_NONBLOCK: opening a FIFO for reading would wait for a writer.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot open image ", path, ": ", std::strerror(errno)));
-  }
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("image ", path, " is not a regular file"));
-  }
-  if (st.st_size > limits.max_file_bytes) {
+  absl::StatusOr<RegularFile> file = RegularFile::Open(path, "image");
+  if (!file.ok()) return file.status();
+  if (file->size() > limits.max_file_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "image ", path, " is ", st.st_size, " bytes, more than the limit of ",
+        "image ", path, " is ", file->size(), " bytes, more than the limit of ",
         limits.max_file_bytes, " (--max-image-bytes)"));
   }
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      return absl::DataLossError(
-          absl::StrCat("cannot read image ", path, ": ",
-                       n < 0 ? std::strerror(errno) : "shorter than its size"));
-    }
-    done += static_cast<size_t>(n);
-  }
+  std::string bytes(static_cast<size_t>(file->size()), '\0');
+  if (absl::Status s = file->ReadAll(bytes.data()); !s.ok()) return s;
   return DecodeImageBytes(bytes, channels, path, limits);
 }
 

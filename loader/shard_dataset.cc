@@ -1,14 +1,9 @@
 #include "loader/shard_dataset.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "absl/strings/str_cat.h"
 #include "foundation/files/confined_path.h"
 #include "foundation/files/pread_full.h"
+#include "foundation/files/regular_file.h"
 #include "loader/image_decoder.h"
 #include "loader/npy_image.h"
 
@@ -26,32 +21,19 @@ absl::StatusOr<std::unique_ptr<ShardDataset>> ShardDataset::Open(
   }
   absl::StatusOr<ShardIndex> index = IndexShards(dir);
   if (!index.ok()) return index.status();
-  std::vector<int> fds;
-  auto close_all = [&fds] {
-    for (int fd : fds) ::close(fd);
-  };
+  std::vector<RegularFile> files;
   for (const ShardFile& shard : index->shards) {
     if (absl::Status s =
             CheckUnderRoots("data set", shard.path, access.data_roots);
         !s.ok()) {
-      close_all();
       return s;
     }
-    const int fd = ::open(shard.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      const std::string why = std::strerror(errno);
-      close_all();
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot open shard ", shard.path, ": ", why));
-    }
-    fds.push_back(fd);
+    absl::StatusOr<RegularFile> file = RegularFile::Open(shard.path, "shard");
+    if (!file.ok()) return absl::InvalidArgumentError(file.status().message());
+    files.push_back(std::move(*file));
   }
   return std::unique_ptr<ShardDataset>(new ShardDataset(
-      std::move(*index), std::move(fds), channels, access.decode));
-}
-
-ShardDataset::~ShardDataset() {
-  for (int fd : fds_) ::close(fd);
+      std::move(*index), std::move(files), channels, access.decode));
 }
 
 std::string ShardDataset::name(int64_t i) const {
@@ -75,7 +57,7 @@ absl::StatusOr<Image> ShardDataset::Load(int64_t index) const {
   }
   std::string bytes(s.size, '\0');
   if (absl::Status st =
-          PreadFull(fds_[s.shard], bytes.data(), s.size, s.offset);
+          PreadFull(files_[s.shard].fd(), bytes.data(), s.size, s.offset);
       !st.ok()) {
     return absl::DataLossError(
         absl::StrCat("cannot read ", name(index), ": ", st.message()));

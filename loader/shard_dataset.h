@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "foundation/data_index/shard_index.h"
+#include "foundation/files/regular_file.h"
 #include "loader/dataset.h"
 
 namespace gradsync {
@@ -29,7 +30,6 @@ class ShardDataset : public Dataset {
   // path outside the roots.
   static absl::StatusOr<std::unique_ptr<ShardDataset>> Open(
       const std::string& dir, int channels, const DatasetAccess& access = {});
-  ~ShardDataset() override;
 
   int64_t size() const override { return index_.samples.size(); }
   int64_t label(int64_t i) const override { return index_.samples[i].label; }
@@ -38,14 +38,14 @@ class ShardDataset : public Dataset {
   absl::StatusOr<Image> Load(int64_t index) const override;
 
  private:
-  ShardDataset(ShardIndex index, std::vector<int> fds, int channels,
+  ShardDataset(ShardIndex index, std::vector<RegularFile> files, int channels,
                DecodeLimits limits)
       : index_(std::move(index)),
-        fds_(std::move(fds)),
+        files_(std::move(files)),
         channels_(channels),
         limits_(limits) {}
   const ShardIndex index_;
-  const std::vector<int> fds_;  // one per shard, opened at Open
+  const std::vector<RegularFile> files_;  // one per shard, opened at Open
   const int channels_;
   const DecodeLimits limits_;
 };

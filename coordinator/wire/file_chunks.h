@@ -5,8 +5,9 @@
 // kSnapshotChunkBytes, read as they go (memory stays at one chunk): the
 // first chunk gets `first(chunk, size)` (its meta and any identity), later
 // ones `later(chunk)` (which clears what only the first carries), the last
-// one the bytes' SHA-256. NOT_FOUND / DATA_LOSS naming the file when it
-// cannot be opened or read to its end; CANCELLED when `write` returned
+// one the bytes' SHA-256. NOT_FOUND / FAILED_PRECONDITION (not a regular
+// file) / DATA_LOSS naming the file when it cannot be opened or read to
+// its end; CANCELLED when `write` returned
 // false (the stream's Finish() says why).
 //
 // FinishUpload ends a client-streaming upload whose chunks `send` writes
@@ -29,24 +30,27 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "coordinator/wire/grpc_status.h"
 #include "coordinator/wire/sha256.h"
+#include "foundation/files/regular_file.h"
 
 namespace gradsync {
 
 inline constexpr int64_t kSnapshotChunkBytes = 1 << 20;
 
-// The open file's descriptor and size, or NOT_FOUND / DATA_LOSS naming it.
-absl::Status OpenForChunks(const std::string& path, absl::string_view kind,
-                           int* fd, int64_t* size);
-// Reads `want` bytes at `offset` of `fd` into *data (resized); DATA_LOSS
+// The file opened for sending, as RegularFile::Open: NOT_FOUND or
+// FAILED_PRECONDITION naming it ("<kind> file <path>"), so a FIFO or a
+// directory is refused before any chunk is sent.
+absl::StatusOr<RegularFile> OpenForChunks(const std::string& path,
+                                          absl::string_view kind);
+// Reads `want` bytes at `offset` of `file` into *data (resized); DATA_LOSS
 // naming the file otherwise.
-absl::Status ReadChunkAt(int fd, const std::string& path,
+absl::Status ReadChunkAt(const RegularFile& file, const std::string& path,
                          absl::string_view kind, int64_t offset, size_t want,
                          int64_t size, std::string* data);
-void CloseChunks(int fd);
 // Reserves `size` bytes in *data for a download, backed by huge pages
 // where the kernel allows.
 void ReserveDownloadBuffer(std::string* data, int64_t size);
@@ -57,11 +61,9 @@ absl::Status WriteFileChunks(
     const std::function<void(Chunk*, int64_t size)>& first,
     const std::function<void(Chunk*)>& later,
     const std::function<bool(const Chunk&)>& write) {
-  int fd = -1;
-  int64_t size = 0;
-  if (absl::Status s = OpenForChunks(path, kind, &fd, &size); !s.ok()) {
-    return s;
-  }
+  absl::StatusOr<RegularFile> file = OpenForChunks(path, kind);
+  if (!file.ok()) return file.status();
+  const int64_t size = file->size();
   Sha256 sha256;
   Chunk chunk;  // reused: its buffer is allocated once
   absl::Status status;
@@ -75,8 +77,8 @@ absl::Status WriteFileChunks(
     chunk.set_offset(offset);
     const size_t want = static_cast<size_t>(
         std::min<int64_t>(kSnapshotChunkBytes, size - offset));
-    status =
-        ReadChunkAt(fd, path, kind, offset, want, size, chunk.mutable_data());
+    status = ReadChunkAt(*file, path, kind, offset, want, size,
+                         chunk.mutable_data());
     if (!status.ok()) break;
     sha256.Update(chunk.data());
     offset += static_cast<int64_t>(want);
@@ -86,7 +88,6 @@ absl::Status WriteFileChunks(
       break;
     }
   } while (offset < size);
-  CloseChunks(fd);
   return status;
 }
 

@@ -25,7 +25,8 @@ namespace gradsync {
 // of at most kSnapshotChunkBytes read as they go, and their SHA-256 on the
 // last chunk; the file is read once and memory stays at one chunk. `write`
 // gets each chunk in order until it returns false. NOT_FOUND / DATA_LOSS naming
-// the file when it cannot be opened or read to its end (the upload must then be
+// the file when it cannot be opened or read to its end, FAILED_PRECONDITION
+// when it is not a regular file (the upload must then be
 // cancelled); CANCELLED when `write` returned false (the stream's Finish() says
 // why); OK when all was written.
 absl::Status WriteSnapshotFile(

@@ -1,8 +1,6 @@
 #include "foundation/data_index/shard_index.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -17,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "foundation/data_index/tar_member.h"
 #include "foundation/files/pread_full.h"
+#include "foundation/files/regular_file.h"
 
 namespace gradsync {
 namespace {
@@ -26,10 +25,6 @@ namespace fs = std::filesystem;
 constexpr int64_t kMaxLabelBytes = 64;
 constexpr int64_t kMaxNameBytes = 4096;
 
-int64_t MtimeNs(const struct stat& st) {
-  return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
-}
-
 bool IsImageExt(const std::string& ext) {
   return ext == "png" || ext == "jpg" || ext == "jpeg" || ext == "npy";
 }
@@ -37,12 +32,13 @@ bool IsImageExt(const std::string& ext) {
 // One shard open for indexing.
 class ShardReader {
  public:
-  ShardReader(int fd, ShardFile file) : fd_(fd), file_(std::move(file)) {}
-  ~ShardReader() { ::close(fd_); }
+  explicit ShardReader(RegularFile fd, const std::string& path)
+      : fd_(std::move(fd)), file_{path, fd_.size(), fd_.mtime_ns()} {}
 
   absl::Status Read(int64_t offset, int64_t size, std::string* out) {
     out->resize(size);
-    if (absl::Status s = PreadFull(fd_, out->data(), size, offset); !s.ok()) {
+    if (absl::Status s = PreadFull(fd_.fd(), out->data(), size, offset);
+        !s.ok()) {
       return Bad(s.message());
     }
     return absl::OkStatus();
@@ -56,7 +52,7 @@ class ShardReader {
   const ShardFile& file() const { return file_; }
 
  private:
-  const int fd_;
+  const RegularFile fd_;
   const ShardFile file_;
 };
 
@@ -212,18 +208,9 @@ absl::StatusOr<ShardIndex> IndexShards(const std::string& dir,
   if (!paths.ok()) return paths.status();
   int64_t members = 0;
   for (const std::string& path : *paths) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot open shard ", path, ": ", std::strerror(errno)));
-    }
-    struct stat st;
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      return absl::InvalidArgumentError(
-          absl::StrCat("shard ", path, " is not a regular file"));
-    }
-    ShardReader reader(fd, ShardFile{path, st.st_size, MtimeNs(st)});
+    absl::StatusOr<RegularFile> fd = RegularFile::Open(path, "shard");
+    if (!fd.ok()) return absl::InvalidArgumentError(fd.status().message());
+    ShardReader reader(std::move(*fd), path);
     const auto number = static_cast<int32_t>(index.shards.size());
     if (absl::Status s =
             IndexShard(number, reader, &members, budget, &index.samples);
@@ -249,7 +236,7 @@ absl::Status CheckShardUnchanged(const ShardFile& shard) {
         absl::StrCat("shard ", shard.path,
                      " is gone since it was indexed: ", std::strerror(errno)));
   }
-  if (st.st_size != shard.size || MtimeNs(st) != shard.mtime_ns) {
+  if (st.st_size != shard.size || ModificationTimeNs(st) != shard.mtime_ns) {
     return absl::DataLossError(absl::StrCat(
         "shard ", shard.path, " changed since it was indexed (", shard.size,
         " bytes then, ", static_cast<int64_t>(st.st_size),

@@ -1,45 +1,29 @@
 #include "foundation/files/mapped_file.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "foundation/files/regular_file.h"
 
 namespace gradsync {
 
 absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int error = errno;
-    const std::string why = absl::StrCat(path, ": ", std::strerror(error));
-    return error == ENOENT ? absl::NotFoundError(why)
-                           : absl::InvalidArgumentError(why);
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, " is not a regular file"));
-  }
-  const auto size = static_cast<size_t>(st.st_size);
+  absl::StatusOr<RegularFile> file = RegularFile::Open(path);
+  if (!file.ok()) return file.status();
+  const auto size = static_cast<size_t>(file->size());
   void* data = nullptr;
   if (size > 0) {
-    data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file->fd(), 0);
     if (data == MAP_FAILED) {
-      const int error = errno;
-      ::close(fd);
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot map ", path, ": ", std::strerror(error)));
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot map ", path, ": ", std::strerror(errno)));
     }
   }
-  ::close(fd);  // the mapping keeps the file
-  return MappedFile(data, size);
+  return MappedFile(data, size);  // the mapping outlives the descriptor
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept

@@ -17,8 +17,9 @@ namespace gradsync {
 
 class MappedFile {
  public:
-  // NOT_FOUND when `path` does not exist, INVALID_ARGUMENT when it is not a
-  // regular file or cannot be read or mapped, each naming the path.
+  // Opened as RegularFile::Open (never waiting on a FIFO): NOT_FOUND when
+  // `path` does not exist, FAILED_PRECONDITION when it is not a regular
+  // file or cannot be read or mapped, each naming the path.
   static absl::StatusOr<MappedFile> Open(const std::string& path);
 
   MappedFile(MappedFile&& other) noexcept;

@@ -2,14 +2,9 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <caffe2/serialize/inline_container.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/serialize.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <regex>
@@ -18,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "foundation/files/durable_file.h"
+#include "foundation/files/regular_file.h"
 #include "worker/model/optimizer_state_key.h"
 
 namespace gradsync {
@@ -316,35 +312,15 @@ absl::StatusOr<std::string> ResolveCheckpoint(const std::string& path) {
 
 absl::StatusOr<std::vector<char>> ReadFileBytes(const std::string& path,
                                                 int64_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, " is not a regular file"));
-  }
-  if (st.st_size > max_bytes) {
-    ::close(fd);
+  absl::StatusOr<RegularFile> file = RegularFile::Open(path);
+  if (!file.ok()) return file.status();
+  if (file->size() > max_bytes) {
     return absl::ResourceExhaustedError(
-        absl::StrCat(path, " is ", st.st_size, " bytes, more than the ",
+        absl::StrCat(path, " is ", file->size(), " bytes, more than the ",
                      max_bytes, " a checkpoint may have"));
   }
-  std::vector<char> bytes(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  if (done != bytes.size()) {
-    return absl::DataLossError(absl::StrCat("cannot read ", path));
-  }
+  std::vector<char> bytes(static_cast<size_t>(file->size()));
+  if (absl::Status s = file->ReadAll(bytes.data()); !s.ok()) return s;
   return bytes;
 }
 

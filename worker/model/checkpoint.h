@@ -83,7 +83,8 @@ absl::StatusOr<std::string> ResolveCheckpoint(const std::string& path);
 // The largest checkpoint ReadFileBytes reads by default.
 inline constexpr int64_t kMaxCheckpointBytes = int64_t{16} << 30;
 
-// A regular file's bytes; RESOURCE_EXHAUSTED past `max_bytes`.
+// A regular file's bytes, opened as RegularFile::Open (NOT_FOUND,
+// FAILED_PRECONDITION); RESOURCE_EXHAUSTED past `max_bytes`.
 absl::StatusOr<std::vector<char>> ReadFileBytes(
     const std::string& path, int64_t max_bytes = kMaxCheckpointBytes);
 

@@ -1,9 +1,10 @@
 // Dataset paths confined to the coordinator's data roots: the check itself
 // (escapes through "..", symlinks and look-alike prefixes) and SubmitJob
-// (the path, the splits, and links inside the data set).
+// (the path, the splits, and links and FIFOs inside the data set).
 #include "foundation/data_index/data_roots.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "coordinator/control/coordinator.h"
 #include "foundation/data_index/tar_member.h"
 #include "foundation/files/confined_path.h"
+#include "tests/fakes/fifo_reader.h"
 #include "tests/fakes/tensor_files.h"
 #include "tests/fakes/test_cluster.h"
 
@@ -258,6 +260,17 @@ TEST_F(SubmitUnderRootsTest, TensorFilesAreCountedFromTheirLayout) {
   EXPECT_NE(s.message().find("job_spec.dataset.eval_split: " + dir +
                              "/test.pt: tensor file: x has shape [1000000, "
                              "1000000]"),
+            std::string::npos)
+      << s;
+
+  // A FIFO named like a split once made the submit wait for a writer.
+  const std::string fifo = dir + "/pipe.pt";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  spec_.mutable_dataset()->set_eval_split("pipe");
+  s = ReadWithoutWaiting(fifo, [&] { return Submit(); });
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("job_spec.dataset.eval_split: " + fifo +
+                             " is not a regular file"),
             std::string::npos)
       << s;
 

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "coordinator/wire/sha256.h"
 #include "foundation/files/pread_full.h"
+#include "tests/fakes/fifo_reader.h"
 
 namespace gradsync {
 namespace {
@@ -134,6 +136,25 @@ TEST(SnapshotStreamTest, WritingNamesAMissingFileAndStopsWhenTheStreamCloses) {
                         [](const v1::SnapshotChunk&) { return true; });
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
   EXPECT_NE(s.message().find("nope.pt"), std::string::npos) << s;
+
+  // A directory or a FIFO (`--model-file <(...)`) is refused before any
+  // chunk is sent, not sent as its fstat size (4096, 0) or waited on.
+  const std::string fifo = TempPath("fifo.pt");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& odd : {testing::TempDir(), fifo}) {
+    int sent = 0;
+    s = ReadWithoutWaiting(odd, [&] {
+      return WriteSnapshotFile(
+          odd, meta, "w", 1, [&](const v1::SnapshotChunk&) { return ++sent; });
+    });
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_NE(
+        s.message().find("snapshot file " + odd + " is not a regular file"),
+        std::string::npos)
+        << s;
+    EXPECT_EQ(sent, 0);
+  }
+  std::remove(fifo.c_str());
 
   const std::string path = TempPath("closing.pt");
   { std::ofstream(path, std::ios::binary) << Bytes(3 * kSnapshotChunkBytes); }

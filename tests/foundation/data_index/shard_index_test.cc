@@ -3,10 +3,11 @@
 // header (a name climbing out, an absolute name, a link, a size past the
 // end, a bad checksum) and every incomplete sample (no label, no image, a
 // label that is not a class) refused naming the shard and the member or
-// key; a shard changed after indexing noticed.
+// key; a shard changed after indexing noticed; a FIFO refused at once.
 #include "foundation/data_index/shard_index.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 
 #include "absl/strings/str_format.h"
 #include "foundation/data_index/tar_member.h"
+#include "tests/fakes/fifo_reader.h"
 
 namespace gradsync {
 namespace {
@@ -168,6 +170,21 @@ TEST_F(ShardIndexTest, AShardChangedAfterIndexingIsNoticed) {
   EXPECT_NE(s.message().find("shard " + path +
                              " changed since it was "
                              "indexed"),
+            std::string::npos)
+      << s;
+}
+
+// A FIFO named like a shard once made the index (and so the coordinator's
+// submit) wait for a writer forever.
+TEST_F(ShardIndexTest, AFifoNamedLikeAShardIsRefusedAtOnce) {
+  Write("a.tar", Sample("k", "x", "0") + TarEnd());
+  const std::string fifo = (dir_ / "b.tar").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const absl::Status s = ReadWithoutWaiting(fifo, [&] {
+                           return IndexShards(dir_.string());
+                         }).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("shard " + fifo + " is not a regular file"),
             std::string::npos)
       << s;
 }
