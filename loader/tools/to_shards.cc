@@ -1,8 +1,6 @@
 #include "loader/tools/to_shards.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <system_error>
 
 #include "absl/strings/ascii.h"
@@ -11,11 +9,15 @@
 #include "foundation/data_index/image_folder_index.h"
 #include "foundation/data_index/tar_member.h"
 #include "foundation/files/durable_file.h"
+#include "foundation/files/regular_file.h"
+#include "loader/image_decoder.h"
 
 namespace gradsync {
 namespace {
 
 namespace fs = std::filesystem;
+
+const int64_t kMaxImageBytes = DecodeLimits{}.max_file_bytes;
 
 }  // namespace
 
@@ -46,14 +48,19 @@ absl::StatusOr<int64_t> WriteShards(const ToShardsOptions& o,
         return absl::InvalidArgumentError(absl::StrCat(
             s.path, ": shards hold .png, .jpg or .jpeg images, not .", ext));
       }
-      std::ifstream in(s.path, std::ios::binary);
-      std::ostringstream bytes;
-      bytes << in.rdbuf();
-      if (!in) {
-        return absl::InvalidArgumentError(absl::StrCat("cannot read ", s.path));
+      // The reader's limits (image_decoder.h): a file it would refuse is
+      // refused here, and a FIFO or device is not waited on or read.
+      absl::StatusOr<RegularFile> file = RegularFile::Open(s.path, "image");
+      if (!file.ok()) return file.status();
+      if (file->size() > kMaxImageBytes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "image ", s.path, " is ", file->size(), " bytes, more than the ",
+            kMaxImageBytes, " a loader reads (--max-image-bytes)"));
       }
+      std::string bytes(static_cast<size_t>(file->size()), '\0');
+      if (absl::Status st = file->ReadAll(bytes.data()); !st.ok()) return st;
       const std::string key = absl::StrFormat("%08d", i);
-      tar += TarFileMember(absl::StrCat(key, ".", ext), bytes.str());
+      tar += TarFileMember(absl::StrCat(key, ".", ext), bytes);
       tar += TarFileMember(absl::StrCat(key, ".cls"), std::to_string(s.label));
     }
     tar += TarEnd();

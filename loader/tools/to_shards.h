@@ -23,7 +23,9 @@ struct ToShardsOptions {
 
 // The shards written; a progress line per shard on `progress`.
 // INVALID_ARGUMENT for a shard_size < 1, an image that is not .png, .jpg or
-// .jpeg (named), or a folder ScanImageFolder refuses; DATA_LOSS naming a
+// .jpeg or is larger than a loader reads by default (named), or a folder
+// ScanImageFolder refuses; an image that is not a regular file as
+// RegularFile::Open (never waiting on a FIFO); DATA_LOSS naming a
 // shard that cannot be written (each is written whole, durably, or not at
 // all: foundation/files/durable_file.h).
 absl::StatusOr<int64_t> WriteShards(const ToShardsOptions& options,

@@ -1,10 +1,12 @@
 // An image folder written as shards by to-shards reads back sample for
 // sample as the folder does (same images, labels, order), through
-// OpenDataset; a bomb inside a shard, a shard outside the data roots and a
-// shard changed under a reader are refused naming the shard.
+// OpenDataset; to-shards refuses a FIFO in the folder; a bomb inside a
+// shard, a shard outside the data roots and a shard changed under a reader
+// are refused naming the shard.
 #include "loader/shard_dataset.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -15,6 +17,7 @@
 #include "foundation/data_index/tar_member.h"
 #include "loader/open_dataset.h"
 #include "loader/tools/to_shards.h"
+#include "tests/fakes/fifo_reader.h"
 #include "tests/fakes/image_headers.h"
 
 namespace gradsync {
@@ -74,6 +77,25 @@ TEST_F(ShardDatasetTest, ShardsReadBackAsTheFolderTheyWereMadeFrom) {
                              a->rows() * a->cols() * a->channels()))
         << i;
   }
+}
+
+// to-shards reads what a loader reads: a FIFO named like an image is
+// refused at once by path, not waited on.
+TEST_F(ShardDatasetTest, ToShardsRefusesAFifoNamedLikeAnImage) {
+  const std::string fifo =
+      (root_ / "folder" / "train" / "c1" / "9.png").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ToShardsOptions o;
+  o.folder = (root_ / "folder" / "train").string();
+  o.out = (root_ / "shards" / "train").string();
+  std::ostringstream progress;
+  const absl::Status s = ReadWithoutWaiting(fifo, [&] {
+                           return WriteShards(o, progress);
+                         }).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("image " + fifo + " is not a regular file"),
+            std::string::npos)
+      << s;
 }
 
 TEST_F(ShardDatasetTest, ABombAChangedShardAndAShardOutsideTheRootsAreNamed) {
