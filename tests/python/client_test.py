@@ -11,14 +11,17 @@ and two workers from the build, through the package only:
   * INVALID_ARGUMENT for a bad spec (naming the field), NOT_FOUND for an
     unknown job, UNAUTHENTICATED with a wrong token;
   * a job that fails raises JobFailed from wait() with the failing rank's
-    log lines; wait(timeout=) gives up with DEADLINE_EXCEEDED and the job
-    goes on; a running job is cancelled.
+    log lines; wait(timeout=) gives up with DEADLINE_EXCEEDED and Ctrl-C
+    (SIGINT) ends wait() with the status, the job going on both times; a
+    running job is cancelled.
 
 Usage: client_test.py BIN_DIR PYTHON_PACKAGE_DIR WORK_DIR"""
 import io
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 
 bin_dir, package_dir, work = sys.argv[1:4]
@@ -163,6 +166,19 @@ def main():
         expect_error(grpc.StatusCode.DEADLINE_EXCEEDED,
                      lambda: long.wait(progress=False, timeout=0.5),
                      "had not ended after 0.5 s")
+        # Ctrl-C while waiting (as in a notebook or a terminal) stops the
+        # waiting, not the job: wait() returns the status.
+        threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+        shown = io.StringIO()
+        began = time.monotonic()
+        status = long.wait(progress=True, out=shown)
+        waited = time.monotonic() - began
+        assert status["state"] == "JOB_STATE_RUNNING", status
+        assert f"stopped waiting for {long.id}; the job goes on" in \
+            shown.getvalue(), shown.getvalue()
+        assert long.state == "RUNNING", long.status()
+        print(f"client_test: Ctrl-C after 1 s ended wait() in {waited:.1f} s; "
+              f"{long.id} still running")
         long.cancel("enough")
         deadline = time.time() + 60
         while long.state != "CANCELLED":
