@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -370,14 +371,23 @@ void PutInt(std::string& out, int64_t value) {
   }
 }
 
-absl::Status Write(const PickleValue& v, int depth, std::string& out) {
+// `left`: how many more values may be written; a value shared through the
+// memo is written once per use, so a tree of a few hundred values can
+// stand for 2^64 of them.
+absl::Status Write(const PickleValue& v, int depth, int64_t& left,
+                   std::string& out) {
   if (depth > kMaxPickleDepth) {
     return absl::InvalidArgumentError(absl::StrCat(
         "pickled value nests deeper than ", kMaxPickleDepth, " levels"));
   }
+  if (--left < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pickled value expands to more than ", kMaxPickleWriteValues,
+        " values (values shared through the memo are written once per use)"));
+  }
   auto write_items = [&](size_t from) -> absl::Status {
     for (size_t i = from; i < v.items.size(); ++i) {
-      if (absl::Status s = Write(*v.items[i], depth + 1, out); !s.ok())
+      if (absl::Status s = Write(*v.items[i], depth + 1, left, out); !s.ok())
         return s;
     }
     return absl::OkStatus();
@@ -476,9 +486,26 @@ absl::StatusOr<std::string> WritePickle(const PickleValue& value) {
   std::string out;
   out.push_back(static_cast<char>(kProto));
   out.push_back(2);
-  if (absl::Status s = Write(value, 0, out); !s.ok()) return s;
+  int64_t left = kMaxPickleWriteValues;
+  if (absl::Status s = Write(value, 0, left, out); !s.ok()) return s;
   out.push_back(static_cast<char>(kStop));
   return out;
+}
+
+absl::Status VisitPickle(
+    const PickleValue& root,
+    const std::function<absl::Status(const PickleValue&)>& visit) {
+  std::unordered_set<const PickleValue*> seen;
+  std::vector<const PickleValue*> todo = {&root};
+  while (!todo.empty()) {
+    const PickleValue* v = todo.back();
+    todo.pop_back();
+    if (!seen.insert(v).second) continue;
+    if (absl::Status s = visit(*v); !s.ok()) return s;
+    // Reversed, so items are visited in order.
+    todo.insert(todo.end(), v->items.rbegin(), v->items.rend());
+  }
+  return absl::OkStatus();
 }
 
 const PickleValue* FindStringKey(const PickleValue& dict,

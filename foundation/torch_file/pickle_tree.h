@@ -16,18 +16,23 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace gradsync {
 
-// How deep WritePickle (and walks over a tree) go before refusing: a
-// state_dict nests five levels.
+// How deep WritePickle goes before refusing: a state_dict nests five
+// levels.
 inline constexpr int kMaxPickleDepth = 64;
+// How many values WritePickle writes before refusing: a state_dict of
+// 10,000 tensors is about 250,000.
+inline constexpr int64_t kMaxPickleWriteValues = int64_t{1} << 24;
 
 struct PickleValue {
   enum class Kind {
@@ -78,10 +83,19 @@ absl::StatusOr<std::unique_ptr<PickleTree>> ParsePickle(
 const PickleValue* FindStringKey(const PickleValue& dict,
                                  absl::string_view key);
 
+// Calls `visit` on `root` and every value under it, depth first in item
+// order, each distinct value once: a value shared through the memo (so a
+// pickle of n values standing for 2^n) and a cycle cost one visit each,
+// and no recursion. Returns the first error `visit` returns.
+absl::Status VisitPickle(
+    const PickleValue& root,
+    const std::function<absl::Status(const PickleValue&)>& visit);
+
 // `value` as a protocol-2 pickle ending in STOP, with no memo: a shared
 // node is written once per use. INVALID_ARGUMENT when nested deeper than
-// kMaxPickleDepth (a cycle is infinitely deep) or holding an object
-// (kObject: never written, a weights-only file has none).
+// kMaxPickleDepth (a cycle is infinitely deep), expanding to more than
+// kMaxPickleWriteValues values, or holding an object (kObject: never
+// written, a weights-only file has none).
 absl::StatusOr<std::string> WritePickle(const PickleValue& value);
 
 }  // namespace gradsync

@@ -33,25 +33,23 @@ struct Storage {
   int64_t numel = 0;
 };
 
-// Walks `v` (depth-bounded): every global must be allowed, every
-// persistent id a storage reference, recorded in `storages`.
-absl::Status Check(const PickleValue& v, int depth,
+// Every value under `model` (each once): every global must be allowed,
+// every persistent id a storage reference, recorded in `storages`.
+absl::Status Check(const PickleValue& model,
                    std::map<std::string, Storage>& storages) {
-  if (depth > kMaxPickleDepth) return Bad("nested too deep (or a cycle)");
-  if (v.kind == Kind::kGlobal && !IsWeightsOnlyGlobal(v.text)) {
-    return Refused(v.text);
-  }
-  if (v.kind == Kind::kPersistentId) {
-    absl::StatusOr<StorageRef> ref = ParseStorageRef(v);
-    if (!ref.ok()) return Bad(ref.status().message());
-    Storage& s = storages[ref->key];
-    s.element_size = ref->type->element_size;
-    s.numel = std::max(s.numel, ref->numel);
-  }
-  for (const PickleValue* item : v.items) {
-    if (absl::Status s = Check(*item, depth + 1, storages); !s.ok()) return s;
-  }
-  return absl::OkStatus();
+  return VisitPickle(model, [&storages](const PickleValue& v) {
+    if (v.kind == Kind::kGlobal && !IsWeightsOnlyGlobal(v.text)) {
+      return Refused(v.text);
+    }
+    if (v.kind == Kind::kPersistentId) {
+      absl::StatusOr<StorageRef> ref = ParseStorageRef(v);
+      if (!ref.ok()) return Bad(ref.status().message());
+      Storage& s = storages[ref->key];
+      s.element_size = ref->type->element_size;
+      s.numel = std::max(s.numel, ref->numel);
+    }
+    return absl::OkStatus();
+  });
 }
 
 // The "model" entry of the snapshot's top-level dict.
@@ -109,9 +107,9 @@ absl::StatusOr<StateDictFile> ExportStateDict(absl::string_view snapshot) {
   absl::StatusOr<int64_t> tensors = CountTensors(**model);
   if (!tensors.ok()) return tensors.status();
   std::map<std::string, Storage> storages;
-  if (absl::Status s = Check(**model, 0, storages); !s.ok()) return s;
+  if (absl::Status s = Check(**model, storages); !s.ok()) return s;
   absl::StatusOr<std::string> state_dict = WritePickle(**model);
-  if (!state_dict.ok()) return state_dict.status();
+  if (!state_dict.ok()) return Bad(state_dict.status().message());
 
   StateDictFile out;
   out.tensors = *tensors;

@@ -25,16 +25,14 @@ std::string Shape(const std::vector<int64_t>& shape) {
 }
 
 // Every global of the pickle is one a weights-only file may name.
-absl::Status CheckGlobals(const PickleValue& v, int depth) {
-  if (depth > kMaxPickleDepth) return Bad("its pickle nests too deep");
-  if (v.kind == Kind::kGlobal && !IsWeightsOnlyGlobal(v.text)) {
-    return Bad(absl::StrCat("its pickle names the global '", v.text,
-                            "'; a tensor file holds only tensors"));
-  }
-  for (const PickleValue* item : v.items) {
-    if (absl::Status s = CheckGlobals(*item, depth + 1); !s.ok()) return s;
-  }
-  return absl::OkStatus();
+absl::Status CheckGlobals(const PickleValue& root) {
+  return VisitPickle(root, [](const PickleValue& v) {
+    if (v.kind == Kind::kGlobal && !IsWeightsOnlyGlobal(v.text)) {
+      return Bad(absl::StrCat("its pickle names the global '", v.text,
+                              "'; a tensor file holds only tensors"));
+    }
+    return absl::OkStatus();
+  });
 }
 
 // LibTorch's torch::pickle_save wraps a typed dict in
@@ -144,7 +142,7 @@ absl::StatusOr<TensorFileLayout> ReadTensorFileLayout(
   absl::StatusOr<std::unique_ptr<PickleTree>> tree = ParsePickle(pickle);
   if (!tree.ok()) return Bad(tree.status().message());
   const PickleValue& root = UnwrapTypeTag((*tree)->root());
-  if (absl::Status s = CheckGlobals(root, 0); !s.ok()) return s;
+  if (absl::Status s = CheckGlobals(root); !s.ok()) return s;
   if (root.kind != Kind::kDict) {
     return Bad(
         "its pickle is not a dict; save torch.save({\"x\": X, \"y\": "

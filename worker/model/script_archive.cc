@@ -57,18 +57,13 @@ bool AllowedGlobal(const std::string& global) {
   return kAllowed.count(global) > 0;
 }
 
-// Every global a pickle names (each shared node visited once).
+// Every global a pickle names.
 std::set<std::string> GlobalsOf(const PickleValue& root) {
   std::set<std::string> globals;
-  std::set<const PickleValue*> seen;
-  std::vector<const PickleValue*> todo = {&root};
-  while (!todo.empty()) {
-    const PickleValue* v = todo.back();
-    todo.pop_back();
-    if (!seen.insert(v).second) continue;
-    if (v->kind == PickleValue::Kind::kGlobal) globals.insert(v->text);
-    for (const PickleValue* item : v->items) todo.push_back(item);
-  }
+  (void)VisitPickle(root, [&globals](const PickleValue& v) {
+    if (v.kind == PickleValue::Kind::kGlobal) globals.insert(v.text);
+    return absl::OkStatus();
+  });
   return globals;
 }
 

@@ -1,12 +1,15 @@
 // The weights-only pickle subset: what torch.save writes parses into the
 // tree it describes and writes back to an equal tree; hostile pickles
 // (unknown opcodes, truncations, forged memo indices, cycles, deep
-// nesting) are refused by name, and nothing is ever called.
+// nesting, values shared to expand past a budget) are refused by name, and
+// nothing is ever called; a walk visits each value once.
 #include "foundation/torch_file/pickle_tree.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "tests/fakes/shared_pickle.h"
 
 namespace gradsync {
 namespace {
@@ -148,6 +151,44 @@ TEST(PickleTreeTest, ObjectsAreKeptAsNodesAndNeverWritten) {
   // BUILD on anything NEWOBJ did not make, or NEWOBJ of a non-global.
   EXPECT_FALSE(ParsePickle("\x80\x02]}b.").ok());
   EXPECT_FALSE(ParsePickle("\x80\x02])\x81.").ok());
+}
+
+// Finding: walks over a tree visited a value shared through the memo once
+// per path, 2^60 times for 60 levels of a tuple holding the one below
+// twice. VisitPickle visits each value once, cycles included; WritePickle,
+// which has no memo, refuses to expand past its budget.
+TEST(PickleTreeTest, SharedValuesAreVisitedOnceAndNotExpandedOnWrite) {
+  absl::StatusOr<std::unique_ptr<PickleTree>> laughs =
+      ParsePickle("\x80\x02" + testing::SharedChain(60) + ".");
+  ASSERT_TRUE(laughs.ok()) << laughs.status();
+  int visits = 0, tuples = 0;
+  ASSERT_TRUE(VisitPickle((*laughs)->root(), [&](const PickleValue& v) {
+                ++visits;
+                tuples += v.kind == Kind::kTuple;
+                return absl::OkStatus();
+              }).ok());
+  EXPECT_EQ(visits, 61);
+  EXPECT_EQ(tuples, 60);
+  absl::StatusOr<std::string> written = WritePickle((*laughs)->root());
+  ASSERT_FALSE(written.ok());
+  EXPECT_NE(written.status().message().find("expands to more than"),
+            std::string::npos)
+      << written.status();
+
+  // A cycle is visited once a value; visiting stops at the first error.
+  absl::StatusOr<std::unique_ptr<PickleTree>> cycle =
+      ParsePickle(Bytes({0x80, 2, ']', 'q', 0, 'h', 0, 'a', '.'}));
+  ASSERT_TRUE(cycle.ok()) << cycle.status();
+  visits = 0;
+  EXPECT_TRUE(VisitPickle((*cycle)->root(), [&](const PickleValue&) {
+                ++visits;
+                return absl::OkStatus();
+              }).ok());
+  EXPECT_EQ(visits, 1);
+  const absl::Status stopped = VisitPickle(
+      (*laughs)->root(),
+      [&](const PickleValue&) { return absl::InvalidArgumentError("first"); });
+  EXPECT_EQ(stopped.message(), "first");
 }
 
 TEST(PickleTreeTest, CyclesAndDeepNestingAreRefusedOnWrite) {

@@ -12,6 +12,7 @@
 
 #include "foundation/torch_file/pickle_tree.h"
 #include "foundation/torch_file/stored_zip.h"
+#include "tests/fakes/shared_pickle.h"
 
 namespace gradsync {
 namespace {
@@ -174,6 +175,18 @@ TEST(StateDictExportTest, MissingOrShortStoragesAreRefused) {
   ExpectRefused(
       d.Zip(d.Node(Kind::kDict, {d.Str("w"), d.Tensor("../x", 4)}), {}),
       "storage key '../x' is not a record name");
+}
+
+// A tensor whose arguments share their values through the memo, 60
+// levels deep: checked once per value and refused when written out, not
+// walked 2^60 times.
+TEST(StateDictExportTest, ValuesSharedThroughTheMemoEndTheExport) {
+  const std::string pickle = "\x80\x02}" + testing::PickleString("model") +
+                             "}" + testing::PickleString("w") +
+                             "ctorch._utils\n_rebuild_tensor_v2\n" +
+                             testing::SharedChain(60) + "Rss.";
+  ExpectRefused(WriteStoredZip({{"snap/data.pkl", pickle}}).value(),
+                "expands to more than 16777216 values");
 }
 
 TEST(StateDictExportTest, ForeignFilesAreRefused) {

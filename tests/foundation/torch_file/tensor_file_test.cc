@@ -8,6 +8,8 @@
 
 #include <vector>
 
+#include "foundation/torch_file/stored_zip.h"
+#include "tests/fakes/shared_pickle.h"
 #include "tests/fakes/tensor_files.h"
 
 namespace gradsync {
@@ -117,6 +119,21 @@ TEST(TensorFileTest, OtherDtypesLayoutsAndCountsAreRefused) {
   f = Good();
   f.tensors["x"].storage = "torch.nn Module";
   ExpectRefused(f, "its pickle names the global 'torch.nn Module'");
+}
+
+// Finding: a pickle sharing its values through the memo, 60 levels of a
+// tuple holding the one below twice, took the global check 2^60 steps
+// (the coordinator's submit never returned). Each value is checked once.
+TEST(TensorFileTest, ValuesSharedThroughTheMemoAreCheckedOnce) {
+  const std::string pickle = "\x80\x02}" + testing::PickleString("x") +
+                             testing::SharedChain(60) + "s.";
+  const std::string file =
+      WriteStoredZip({{"t/data.pkl", pickle}, {"t/version", "3\n"}}).value();
+  absl::StatusOr<TensorFileLayout> layout = ReadTensorFileLayout(file);
+  EXPECT_EQ(layout.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(layout.status().message().find("tensor file: \"x\": not a tensor"),
+            std::string::npos)
+      << layout.status();
 }
 
 TEST(TensorFileTest, NotATorchSaveFileIsRefused) {
