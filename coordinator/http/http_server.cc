@@ -11,12 +11,10 @@
 #include <cstring>
 #include <regex>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "coordinator/server/listen_policy.h"
 #include "coordinator/wire/secrets.h"
 
@@ -136,30 +134,9 @@ bool HttpAuthorized(const std::string& header, const std::string& token) {
   return false;
 }
 
-bool LoopbackHost(const std::string& host) {
-  absl::string_view name = host;
-  if (absl::StartsWith(name, "[")) {
-    return name == "[::1]" || absl::StartsWith(name, "[::1]:");
-  }
-  name = name.substr(0, name.find(':'));
-  if (name == "localhost") return true;
-  // 127.0.0.0/8, as four decimal numbers.
-  std::vector<absl::string_view> parts = absl::StrSplit(name, '.');
-  if (parts.size() != 4 || parts[0] != "127") return false;
-  for (absl::string_view part : parts) {
-    int n = 0;
-    if (part.empty() || part.size() > 3 ||
-        !std::all_of(part.begin(), part.end(), absl::ascii_isdigit) ||
-        !absl::SimpleAtoi(part, &n) || n > 255) {
-      return false;
-    }
-  }
-  return true;
-}
-
 HttpResponse HttpServer::Respond(const HttpIncoming& request) const {
   if (options_.tokens.empty() && options_.loopback_hosts_only &&
-      !LoopbackHost(request.host)) {
+      !IsLoopbackHost(request.host)) {
     return Text(421,
                 "421: this monitoring port has no token and answers only "
                 "requests addressed to localhost\n");

@@ -122,8 +122,4 @@ class HttpServer {
 // with it as the password); compared in constant time.
 bool HttpAuthorized(const std::string& header, const std::string& token);
 
-// Whether a Host header value names the loopback interface (localhost,
-// 127.0.0.0/8 or [::1], with or without a port).
-bool LoopbackHost(const std::string& host);
-
 }  // namespace gradsync

@@ -4,13 +4,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "coordinator/wire/secrets.h"
 #include "foundation/files/durable_file.h"
 
@@ -73,11 +77,30 @@ std::string LoopbackOf(const std::string& address) {
                       port);
 }
 
+bool IsLoopbackHost(const std::string& host) {
+  absl::string_view name = host;
+  if (absl::StartsWith(name, "[")) {
+    return name == "[::1]" || absl::StartsWith(name, "[::1]:");
+  }
+  name = name.substr(0, name.find(':'));
+  if (name == "localhost") return true;
+  // 127.0.0.0/8, as four decimal numbers: not a name that starts so.
+  std::vector<absl::string_view> parts = absl::StrSplit(name, '.');
+  if (parts.size() != 4 || parts[0] != "127") return false;
+  for (absl::string_view part : parts) {
+    int n = 0;
+    if (part.empty() || part.size() > 3 ||
+        !std::all_of(part.begin(), part.end(), absl::ascii_isdigit) ||
+        !absl::SimpleAtoi(part, &n) || n > 255) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool IsLoopbackAddress(const std::string& address) {
   std::string host, port;
-  if (!SplitHostPort(address, &host, &port)) return false;
-  return host == "localhost" || host == "[::1]" ||
-         absl::StartsWith(host, "127.");
+  return SplitHostPort(address, &host, &port) && IsLoopbackHost(host);
 }
 
 absl::StatusOr<ListenPlan> PlanListen(const std::string& address,

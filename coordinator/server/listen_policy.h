@@ -45,8 +45,13 @@ absl::StatusOr<std::string> LoadOrCreateToken(const std::string& path,
 // there is no token to share or it cannot be written.
 absl::Status ShareToken(const std::string& path, const std::string& token);
 
-// Whether a host:port names the loopback interface (127.0.0.0/8,
-// localhost, [::1]).
+// Whether a host (an HTTP Host header, with or without a port) names the
+// loopback interface: localhost, [::1], or 127.0.0.0/8 as four decimal
+// numbers (a name such as 127.0.0.1.example.com is not).
+bool IsLoopbackHost(const std::string& host);
+
+// Whether a host:port names the loopback interface, as IsLoopbackHost;
+// false without a port.
 bool IsLoopbackAddress(const std::string& address);
 
 // Host and port of "host:port" / "[v6]:port" (the brackets stay on the

@@ -49,6 +49,13 @@ TEST(ListenPolicyTest, NoTokensMeansLoopbackUnlessInsecure) {
     EXPECT_EQ(plan->address, loopback);
     EXPECT_EQ(plan->note, "");
   }
+  // A name that merely starts like 127.0.0.0/8 may resolve anywhere.
+  plan = PlanListen("127.0.0.1.example.com:9", "", "", "", false);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->address, "127.0.0.1:9");
+  EXPECT_NE(plan->note, "");
+  EXPECT_FALSE(IsLoopbackAddress("127.example.com:9"));
+  EXPECT_FALSE(IsLoopbackAddress("127.0.0.1"));  // no port
   plan = PlanListen("0.0.0.0:50051", "", "", "", true);
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->address, "0.0.0.0:50051");
@@ -113,6 +120,18 @@ TEST(ListenPolicyTest, ShareTokenWritesThatTokenAlone) {
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(ShareToken(dir + "/missing/worker-token", "w").code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(ListenPolicyTest, IsLoopbackHostNamesOnlyLoopback) {
+  for (const char* host : {"localhost", "localhost:80", "127.0.0.1",
+                           "127.255.0.9:9464", "[::1]", "[::1]:1"}) {
+    EXPECT_TRUE(IsLoopbackHost(host)) << host;
+  }
+  for (const char* host :
+       {"", "example.com", "127.0.0.1.example.com", "127.0.0", "128.0.0.1",
+        "[::1].x", "localhostx", "0x7f.0.0.1", "127.0.0.1 "}) {
+    EXPECT_FALSE(IsLoopbackHost(host)) << host;
+  }
 }
 
 }  // namespace
