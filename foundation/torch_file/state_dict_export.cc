@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "foundation/torch_file/pickle_tree.h"
 #include "foundation/torch_file/stored_zip.h"
@@ -89,9 +89,8 @@ absl::StatusOr<StateDictFile> ExportStateDict(absl::string_view snapshot) {
   std::string prefix;
   for (const ZipRecord& r : *records) {
     by_name[r.name] = r.data;
-    if (absl::EndsWith(r.name, "/data.pkl") &&
-        r.name.find('/') == r.name.size() - 9) {
-      prefix = r.name.substr(0, r.name.size() - 8);
+    if (std::string folder = ArchiveFolderOf(r.name); !folder.empty()) {
+      prefix = std::move(folder);
     }
   }
   if (prefix.empty()) return Bad("no <archive>/data.pkl record");

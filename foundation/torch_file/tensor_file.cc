@@ -4,7 +4,6 @@
 #include <map>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "foundation/torch_file/pickle_tree.h"
@@ -124,9 +123,8 @@ absl::StatusOr<TensorFileLayout> ReadTensorFileLayout(
                               "they are"));
     }
     records[e.name] = &e;
-    if (absl::EndsWith(e.name, "/data.pkl") &&
-        e.name.find('/') == e.name.size() - 9) {
-      prefix = e.name.substr(0, e.name.size() - 8);
+    if (std::string folder = ArchiveFolderOf(e.name); !folder.empty()) {
+      prefix = std::move(folder);
     }
   }
   if (prefix.empty()) return Bad("no <archive>/data.pkl record");

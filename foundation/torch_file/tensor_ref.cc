@@ -52,6 +52,15 @@ absl::StatusOr<std::vector<int64_t>> IntTuple(const PickleValue& v,
 
 }  // namespace
 
+std::string ArchiveFolderOf(absl::string_view record) {
+  const size_t slash = record.find('/');
+  if (slash == absl::string_view::npos || slash == 0 ||
+      record.substr(slash) != "/data.pkl") {
+    return "";
+  }
+  return std::string(record.substr(0, slash + 1));
+}
+
 const StorageType* FindStorageType(absl::string_view global) {
   for (const StorageType& t : kStorageTypes) {
     if (t.global == global) return &t;

@@ -31,6 +31,10 @@ struct StorageType {
   int element_size = 0;      // bytes
 };
 
+// torch.save's layout is <archive>/data.pkl beside <archive>/data/<key>:
+// "<archive>/" when `record` is such a data.pkl, empty otherwise.
+std::string ArchiveFolderOf(absl::string_view record);
+
 // The storage class `global` names, or null when it is not one.
 const StorageType* FindStorageType(absl::string_view global);
 

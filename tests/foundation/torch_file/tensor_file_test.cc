@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "foundation/torch_file/stored_zip.h"
+#include "foundation/torch_file/tensor_ref.h"
 #include "tests/fakes/shared_pickle.h"
 #include "tests/fakes/tensor_files.h"
 
@@ -134,6 +135,15 @@ TEST(TensorFileTest, ValuesSharedThroughTheMemoAreCheckedOnce) {
   EXPECT_NE(layout.status().message().find("tensor file: \"x\": not a tensor"),
             std::string::npos)
       << layout.status();
+}
+
+TEST(TensorFileTest, TheArchiveFolderIsTheOneHoldingDataPkl) {
+  EXPECT_EQ(ArchiveFolderOf("t/data.pkl"), "t/");
+  EXPECT_EQ(ArchiveFolderOf("archive/data.pkl"), "archive/");
+  for (const char* other : {"data.pkl", "/data.pkl", "a/b/data.pkl",
+                            "t/data.pkl.x", "t/xdata.pkl", "t/data/0"}) {
+    EXPECT_EQ(ArchiveFolderOf(other), "") << other;
+  }
 }
 
 TEST(TensorFileTest, NotATorchSaveFileIsRefused) {
