@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <iterator>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "coordinator/persist/checked_read.h"
+#include "coordinator/persist/index_lines.h"
 #include "coordinator/wire/sha256.h"
 #include "foundation/files/durable_file.h"
 #include "foundation/text/terminal_text.h"
@@ -67,35 +68,30 @@ std::string ModelFileStore::PathOf(const ModelFileInfo& info) const {
 }
 
 void ModelFileStore::LoadIndex() {
-  const std::string path = absl::StrCat(dir_, "/", kIndex);
-  std::ifstream in(path);
-  if (!in) return;  // a new store
-  std::string line;
-  int line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    std::vector<std::string> f = absl::StrSplit(line, absl::MaxSplits('\t', 3));
-    ModelFileInfo info;
-    if (f.size() != 4 || !IsSha256Hex(f[0]) ||
-        !absl::SimpleAtoi(f[1], &info.size) || info.size <= 0 ||
-        !absl::SimpleAtoi(f[2], &info.created_unix_ms)) {
-      LogLine("coordinator",
-              absl::StrFormat("model file index %s line %d is malformed; "
-                              "skipped: %s",
-                              path, line_no, line));
-      continue;
-    }
-    info.sha256 = f[0];
-    info.name = CleanName(f[3]);
-    if (!fs::exists(PathOf(info))) {
-      LogLine("coordinator",
-              absl::StrFormat("model file %s: %s is missing; dropped from "
-                              "the index",
-                              info.sha256, PathOf(info)));
-      continue;
-    }
-    index_.push_back(std::move(info));
-  }
+  std::vector<ModelFileInfo> loaded;  // the lambda holds no lock to annotate
+  ReadIndexLines(
+      absl::StrCat(dir_, "/", kIndex), "model file index", 4,
+      [this, &loaded](const std::vector<std::string>& f) {
+        ModelFileInfo info;
+        if (f.size() != 4 || !IsSha256Hex(f[0]) ||
+            !absl::SimpleAtoi(f[1], &info.size) || info.size <= 0 ||
+            !absl::SimpleAtoi(f[2], &info.created_unix_ms)) {
+          return false;
+        }
+        info.sha256 = f[0];
+        info.name = CleanName(f[3]);
+        if (!fs::exists(PathOf(info))) {
+          LogLine("coordinator",
+                  absl::StrFormat("model file %s: %s is missing; dropped "
+                                  "from the index",
+                                  info.sha256, PathOf(info)));
+          return true;
+        }
+        loaded.push_back(std::move(info));
+        return true;
+      });
+  index_.insert(index_.end(), std::make_move_iterator(loaded.begin()),
+                std::make_move_iterator(loaded.end()));
 }
 
 void ModelFileStore::WriteIndex() {

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <iterator>
 #include <set>
 
 #include "absl/strings/cord.h"
@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "coordinator/persist/checked_read.h"
+#include "coordinator/persist/index_lines.h"
 #include "foundation/files/durable_file.h"
 #include "foundation/text/terminal_text.h"
 
@@ -68,70 +69,61 @@ std::string SnapshotStore::PathOf(const SnapshotInfo& info) const {
 }
 
 void SnapshotStore::LoadIndex() {
-  const std::string path = absl::StrCat(dir_, "/", kIndex);
-  std::ifstream in(path);
-  if (!in) return;  // a new store
-  std::string line;
-  int line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    std::vector<std::string> f = absl::StrSplit(line, '\t');
-    SnapshotInfo info;
-    // Indexes written before epoch_batch have 7 fields (it is then 0).
-    if (f.size() == 8 &&
-        (!absl::SimpleAtoi(f[7], &info.epoch_batch) || info.epoch_batch < 0)) {
-      f.clear();  // malformed
-    }
-    if ((f.size() != 7 && f.size() != 8) || f[0].empty() ||
-        !absl::SimpleAtoi(f[1], &info.step) || info.step < 0 ||
-        !absl::SimpleAtoi(f[2], &info.epoch) ||
-        !absl::SimpleAtod(f[3], &info.accuracy) ||
-        !absl::SimpleAtoi(f[4], &info.size) || !IsSha256Hex(f[5]) ||
-        !absl::SimpleAtoi(f[6], &info.created_unix_ms)) {
-      LogLine("coordinator",
-              absl::StrFormat("snapshot index %s line %d is malformed; "
-                              "skipped: %s",
-                              path.c_str(), line_no, line.c_str()));
-      continue;
-    }
-    info.job_id = f[0];
-    info.sha256 = f[5];
-    if (!fs::exists(PathOf(info))) {
-      LogLine("coordinator",
-              absl::StrFormat("snapshot %s step %lld: %s is missing; "
-                              "dropped from the index",
-                              info.job_id.c_str(),
-                              static_cast<long long>(info.step),
-                              PathOf(info).c_str()));
-      continue;
-    }
-    index_.push_back(std::move(info));
-  }
+  std::vector<SnapshotInfo> loaded;  // the lambda holds no lock to annotate
+  ReadIndexLines(
+      absl::StrCat(dir_, "/", kIndex), "snapshot index", 0,
+      [this, &loaded](const std::vector<std::string>& f) {
+        SnapshotInfo info;
+        // Indexes written before epoch_batch have 7 fields (it is then 0).
+        if (f.size() == 8 && (!absl::SimpleAtoi(f[7], &info.epoch_batch) ||
+                              info.epoch_batch < 0)) {
+          return false;
+        }
+        if ((f.size() != 7 && f.size() != 8) || f[0].empty() ||
+            !absl::SimpleAtoi(f[1], &info.step) || info.step < 0 ||
+            !absl::SimpleAtoi(f[2], &info.epoch) ||
+            !absl::SimpleAtod(f[3], &info.accuracy) ||
+            !absl::SimpleAtoi(f[4], &info.size) || !IsSha256Hex(f[5]) ||
+            !absl::SimpleAtoi(f[6], &info.created_unix_ms)) {
+          return false;
+        }
+        info.job_id = f[0];
+        info.sha256 = f[5];
+        if (!fs::exists(PathOf(info))) {
+          LogLine("coordinator",
+                  absl::StrFormat("snapshot %s step %d: %s is missing; "
+                                  "dropped from the index",
+                                  info.job_id, info.step, PathOf(info)));
+          return true;
+        }
+        loaded.push_back(std::move(info));
+        return true;
+      });
+  index_.insert(index_.end(), std::make_move_iterator(loaded.begin()),
+                std::make_move_iterator(loaded.end()));
 }
 
 void SnapshotStore::LoadPins() {
-  const std::string path = absl::StrCat(dir_, "/", kPins);
-  std::ifstream in(path);
-  if (!in) return;
-  std::string line;
-  int line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    std::vector<std::string> f = absl::StrSplit(line, '\t');
-    PinTarget pin;
-    if (f.size() == 4 && f[0] == "pin" && !f[1].empty() && !f[2].empty() &&
-        absl::SimpleAtoi(f[3], &pin.step)) {
-      pin.job_id = f[2];
-      pins_[f[1]] = std::move(pin);
-    } else if (f.size() == 2 && f[0] == "deleted" && !f[1].empty()) {
-      deleted_jobs_.insert(f[1]);
-    } else {
-      LogLine("coordinator",
-              absl::StrFormat("snapshot pins %s line %d is malformed; "
-                              "skipped: %s",
-                              path.c_str(), line_no, line.c_str()));
-    }
-  }
+  // Gathered first: the lambda holds no lock to annotate.
+  std::vector<std::pair<std::string, PinTarget>> pins;
+  std::vector<std::string> deleted;
+  ReadIndexLines(absl::StrCat(dir_, "/", kPins), "snapshot pins", 0,
+                 [&pins, &deleted](const std::vector<std::string>& f) {
+                   PinTarget pin;
+                   if (f.size() == 4 && f[0] == "pin" && !f[1].empty() &&
+                       !f[2].empty() && absl::SimpleAtoi(f[3], &pin.step)) {
+                     pin.job_id = f[2];
+                     pins.emplace_back(f[1], std::move(pin));
+                     return true;
+                   }
+                   if (f.size() == 2 && f[0] == "deleted" && !f[1].empty()) {
+                     deleted.push_back(f[1]);
+                     return true;
+                   }
+                   return false;
+                 });
+  for (auto& [owner, pin] : pins) pins_[owner] = std::move(pin);
+  deleted_jobs_.insert(deleted.begin(), deleted.end());
 }
 
 void SnapshotStore::WriteState() {
