@@ -44,15 +44,14 @@ absl::StatusOr<RegularFile> OpenForChunks(const std::string& path,
   return file;
 }
 
-absl::Status ReadChunkAt(const RegularFile& file, const std::string& path,
-                         absl::string_view kind, int64_t offset, size_t want,
-                         int64_t size, std::string* data) {
+absl::Status ReadChunkAt(const RegularFile& file, absl::string_view kind,
+                         int64_t offset, size_t want, std::string* data) {
   data->resize(want);
   if (absl::Status read = PreadFull(file.fd(), data->data(), want, offset);
       !read.ok()) {
     return absl::DataLossError(
-        absl::StrCat(kind, " file ", path, " could not be read to byte ",
-                     offset + static_cast<int64_t>(want), " of ", size,
+        absl::StrCat(kind, " file ", file.path(), " could not be read to byte ",
+                     offset + static_cast<int64_t>(want), " of ", file.size(),
                      " while being sent: ", read.message()));
   }
   return absl::OkStatus();

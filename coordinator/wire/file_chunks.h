@@ -47,10 +47,9 @@ inline constexpr int64_t kSnapshotChunkBytes = 1 << 20;
 absl::StatusOr<RegularFile> OpenForChunks(const std::string& path,
                                           absl::string_view kind);
 // Reads `want` bytes at `offset` of `file` into *data (resized); DATA_LOSS
-// naming the file otherwise.
-absl::Status ReadChunkAt(const RegularFile& file, const std::string& path,
-                         absl::string_view kind, int64_t offset, size_t want,
-                         int64_t size, std::string* data);
+// naming the file, the byte and the file's size otherwise.
+absl::Status ReadChunkAt(const RegularFile& file, absl::string_view kind,
+                         int64_t offset, size_t want, std::string* data);
 // Reserves `size` bytes in *data for a download, backed by huge pages
 // where the kernel allows.
 void ReserveDownloadBuffer(std::string* data, int64_t size);
@@ -77,8 +76,7 @@ absl::Status WriteFileChunks(
     chunk.set_offset(offset);
     const size_t want = static_cast<size_t>(
         std::min<int64_t>(kSnapshotChunkBytes, size - offset));
-    status = ReadChunkAt(*file, path, kind, offset, want, size,
-                         chunk.mutable_data());
+    status = ReadChunkAt(*file, kind, offset, want, chunk.mutable_data());
     if (!status.ok()) break;
     sha256.Update(chunk.data());
     offset += static_cast<int64_t>(want);

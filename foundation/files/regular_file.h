@@ -41,6 +41,7 @@ class RegularFile {
   ~RegularFile();
 
   int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
   // Size and modification time as fstat(2) saw them at Open.
   int64_t size() const { return info_.st_size; }
   int64_t mtime_ns() const { return ModificationTimeNs(info_); }
