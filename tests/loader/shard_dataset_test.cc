@@ -19,6 +19,7 @@
 #include "loader/tools/to_shards.h"
 #include "tests/fakes/fifo_reader.h"
 #include "tests/fakes/image_headers.h"
+#include "tests/fakes/test_directory.h"
 
 namespace gradsync {
 namespace {
@@ -28,9 +29,7 @@ namespace fs = std::filesystem;
 class ShardDatasetTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::path(::testing::TempDir()) /
-            ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(root_);
+    root_ = FreshTestDirectory();
     // folder/train: 3 classes x 5 random 6x7 grayscale PNGs.
     std::mt19937 gen(3);
     for (int c = 0; c < 3; ++c) {

@@ -16,6 +16,7 @@
 #include "loader/open_dataset.h"
 #include "loader/transforms.h"
 #include "tests/fakes/tensor_files.h"
+#include "tests/fakes/test_directory.h"
 
 namespace gradsync {
 namespace {
@@ -24,12 +25,7 @@ namespace fs = std::filesystem;
 
 class TensorFileDatasetTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = FreshTestDirectory(); }
 
   // torch.save({"x": x, "y": y}, <dir>/<split>.pt), as LibTorch writes it.
   std::string Save(const std::string& split, const torch::Tensor& x,

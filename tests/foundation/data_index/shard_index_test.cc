@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "foundation/data_index/tar_member.h"
 #include "tests/fakes/fifo_reader.h"
+#include "tests/fakes/test_directory.h"
 
 namespace gradsync {
 namespace {
@@ -37,12 +38,7 @@ std::string Resum(std::string member) {
 
 class ShardIndexTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = FreshTestDirectory(); }
 
   std::string Write(const std::string& name, const std::string& bytes) {
     const std::string path = (dir_ / name).string();

@@ -16,6 +16,7 @@
 #include "loader/cached_dataset.h"
 #include "tests/fakes/fake_host_to_device.h"
 #include "tests/fakes/rank_threads.h"
+#include "tests/fakes/test_directory.h"
 #include "worker/model/checkpoint.h"
 #include "worker/train/compute_device.h"
 
@@ -27,9 +28,7 @@ namespace fs = std::filesystem;
 class TrainerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::path(::testing::TempDir()) /
-            ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(root_);
+    root_ = FreshTestDirectory();
     // 3 classes x 10 random 28x28 grayscale PNGs.
     std::mt19937 gen(11);
     for (int c = 0; c < 3; ++c) {
